@@ -1,0 +1,36 @@
+"""irtk: compile linalg-on-tensors MLIR to SPIR-V and VM bytecode; run it on Vulkan or the CPU.
+
+`compile_file`/`compile_str` need the compiler (xDSL); `load` needs only the runtime, so the
+compiler is imported lazily and `import irtk` stays light.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from irtk.errors import (CompileError, DeviceError, Error, InputError, ParseError,
+                         RuntimeFailure, VerificationError)
+
+__version__ = "0.1.0"
+
+__all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
+           "InputError", "RuntimeFailure", "compile_file", "compile_str", "load"]
+
+
+def compile_file(path: str, target: str = "vulkan-spirv", **options: Any) -> bytes:
+    """Compile an MLIR file into module bytes (.vmfb) for `target` ("vulkan-spirv", "cpu",
+    or a comma-separated list)."""
+    from irtk.compiler import driver
+    return driver.compile_file(path, target=target, **options)
+
+
+def compile_str(text: str, target: str = "vulkan-spirv", **options: Any) -> bytes:
+    """Compile MLIR text into module bytes (.vmfb)."""
+    from irtk.compiler import driver
+    return driver.compile_str(text, target=target, **options)
+
+
+def load(module: bytes | str, device: str = "local-task") -> Any:
+    """Load a module (bytes or a .vmfb path) on `device`; its exports become callables that
+    take and return numpy arrays."""
+    from irtk.runtime import load as _load
+    return _load(module, device=device)

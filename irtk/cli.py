@@ -1,0 +1,171 @@
+"""The `irtk` command: devices, compile, run, dump.
+
+User errors (`irtk.Error`) print one message and exit 1, without a traceback. Nothing is
+written unless it is complete: module files are written to a temporary name and renamed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from irtk.errors import Error, InputError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except Error as e:
+        print(_error_text(e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+def _error_text(e: Error) -> str:
+    text = str(e)
+    return text if ": error: " in text.split("\n", 1)[0] else f"irtk: error: {text}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="irtk", description="Compile linalg MLIR to SPIR-V and VM "
+                                "bytecode modules (.vmfb) and run them on Vulkan or the CPU.")
+    sub = p.add_subparsers(dest="command")
+
+    d = sub.add_parser("devices", help="list the drivers and devices irtk can use")
+    d.set_defaults(handler=_cmd_devices)
+
+    c = sub.add_parser("compile", help="compile an MLIR file into a .vmfb module")
+    c.add_argument("input", help="MLIR file ('-' for standard input)")
+    c.add_argument("-o", "--output", required=True, help="module file to write")
+    c.add_argument("--target", default="vulkan-spirv",
+                   help="vulkan-spirv, cpu, or a comma-separated list (default: vulkan-spirv)")
+    c.add_argument("--vulkan-target", default="default",
+                   help="Vulkan target profile: default, swiftshader, llvmpipe")
+    c.set_defaults(handler=_cmd_compile)
+
+    r = sub.add_parser("run", help="run an exported function of a module")
+    r.add_argument("module", help=".vmfb file")
+    r.add_argument("--device", default="local-task",
+                   help="local-sync, local-task, vulkan, vulkan://N or vulkan://NAME")
+    r.add_argument("--function", default="main", help="exported function to call")
+    r.add_argument("--input", action="append", default=[],
+                   help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8 or @x.npy (repeat per argument)")
+    r.add_argument("--output", action="append", default=[],
+                   help="save a result as @file.npy (repeat per result, in order)")
+    r.set_defaults(handler=_cmd_run)
+
+    du = sub.add_parser("dump", help="show what a module holds")
+    du.add_argument("module", help=".vmfb file")
+    du.set_defaults(handler=_cmd_dump)
+    return p
+
+
+def _cmd_devices(args: argparse.Namespace) -> int:
+    from irtk.hal import registry
+    for name in registry.driver_names():
+        try:
+            infos = registry.get_driver(name).enumerate_devices()
+        except Error as e:
+            print(f"{name}: unavailable ({e})")
+            continue
+        if name != "vulkan":
+            for info in infos:
+                print(f"{name:<12} {info.name} (workers: {info.worker_count})")
+            continue
+        if not infos:
+            print("vulkan: no devices")
+        for info in infos:
+            bits16 = "yes" if info.float16 else "no"
+            bits64 = "yes" if info.float64 else "no"
+            print(f"vulkan://{info.index:<3} {info.name}\n"
+                  f"    driver: {info.extra.get('driver_name', info.driver)} "
+                  f"{info.driver_version}, Vulkan {info.api_version}\n"
+                  f"    subgroup size: {info.subgroup_size}, max workgroup invocations: "
+                  f"{info.max_workgroup_invocations}, shared memory: "
+                  f"{info.shared_memory_bytes} bytes\n"
+                  f"    16-bit float: {bits16}, 64-bit float: {bits64}, "
+                  f"8/16/64-bit int: {'yes' if info.int8 else 'no'}/"
+                  f"{'yes' if info.int16 else 'no'}/{'yes' if info.int64 else 'no'}")
+    return 0
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from irtk.compiler import driver
+    if args.input == "-":
+        data = driver.compile_str(sys.stdin.read(), target=args.target, filename="<stdin>",
+                                  vulkan_target=args.vulkan_target)
+    else:
+        data = driver.compile_file(args.input, target=args.target,
+                                   vulkan_target=args.vulkan_target)
+    _write_atomically(Path(args.output), data)
+    return 0
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    except OSError as e:
+        raise InputError(f"cannot write '{path}': {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        os.unlink(tmp)
+        raise InputError(f"cannot write '{path}': {e.strerror}") from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from irtk import runtime
+    module = runtime.load(args.module, device=args.device)
+    if args.function not in module.function_names:
+        raise InputError(f"module has no exported function '{args.function}'; exports: "
+                         f"{', '.join(module.function_names) or 'none'}")
+    inputs = [runtime.parse_input(text) for text in args.input]
+    results = module[args.function](*inputs)
+    if results is None:
+        results = ()
+    elif not isinstance(results, tuple):
+        results = (results,)
+    if args.output and len(args.output) != len(results):
+        raise InputError(f"{len(args.output)} --output given for {len(results)} results")
+    print(f"EXEC @{args.function}")
+    for i, value in enumerate(results):
+        if args.output:
+            target = args.output[i]
+            if not target.startswith("@"):
+                raise InputError(f"--output must be @FILE.npy, got '{target}'")
+            try:
+                np.save(target[1:], value)
+            except OSError as e:
+                raise InputError(f"cannot write '{target[1:]}': {e.strerror}") from None
+            print(f"result[{i}]: saved to {target[1:]}")
+        else:
+            print(f"result[{i}]: hal.buffer_view")
+            print(runtime.format_output(value))
+    return 0
+
+
+def _cmd_dump(args: argparse.Namespace) -> int:
+    from irtk.dump import dump_module
+    print(dump_module(args.module), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

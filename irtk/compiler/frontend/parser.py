@@ -1,0 +1,126 @@
+"""Parse MLIR with xDSL through one entry point that keeps op locations and turns every xDSL
+failure into an `irtk.ParseError` that starts with `file:line:col: error:`.
+
+xDSL does not attach source locations to ops it parses, so a parser subclass records where each
+op starts; later phases report unsupported ops at that place through the `SourceMap`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError as XdslParseError
+from xdsl.utils.exceptions import VerifyException
+
+from irtk.errors import ParseError
+
+
+@dataclass
+class SourceMap:
+    """Where each parsed op came from: `file:line:col` strings by op."""
+
+    filename: str
+    text: str
+    _locations: dict[Operation, tuple[int, int]] = field(default_factory=dict)
+    _line_starts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        starts = [0]
+        for i, ch in enumerate(self.text):
+            if ch == "\n":
+                starts.append(i + 1)
+        self._line_starts = starts
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self._line_starts[lo] + 1
+
+    def record(self, op: Operation, offset: int) -> None:
+        self._locations[op] = self.line_col(offset)
+
+    def location(self, op: Operation | None) -> str:
+        """`file:line:col` of `op`, or of its closest located ancestor."""
+        while op is not None:
+            if op in self._locations:
+                line, col = self._locations[op]
+                return f"{self.filename}:{line}:{col}"
+            op = op.parent_op()
+        return f"{self.filename}:1:1"
+
+    def error(self, op: Operation | None, message: str) -> str:
+        return f"{self.location(op)}: error: {message}"
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, recording the start offset of every op it parses."""
+
+    source_map: SourceMap
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self.source_map.record(op, start)
+        return op
+
+
+_CONTEXT: Context | None = None
+
+
+def _context() -> Context:
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = Context()
+        for name, factory in get_all_dialects().items():
+            ctx.register_dialect(name, factory)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceMap]:
+    """Parse and verify MLIR text; raises ParseError with `file:line:col: error: ...`."""
+    source_map = SourceMap(filename, text)
+    parser = _LocatingParser(_context(), text, filename)
+    parser.source_map = source_map
+    try:
+        module = parser.parse_module()
+    except XdslParseError as e:
+        line, col = source_map.line_col(e.span.start)
+        raise ParseError(f"{filename}:{line}:{col}: error: {_first_line(e.msg)}") from None
+    except Exception as e:  # xDSL raises plain exceptions from some custom parsers
+        raise ParseError(f"{filename}:1:1: error: {_first_line(str(e)) or type(e).__name__}") from None
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise ParseError(f"{source_map.location(_failing_op(module, e))}: error: "
+                         f"{_first_line(str(e))}") from None
+    except Exception as e:
+        raise ParseError(f"{filename}:1:1: error: {_first_line(str(e))}") from None
+    return module, source_map
+
+
+def _first_line(message: str) -> str:
+    for line in message.splitlines():
+        if line.strip():
+            return line.strip()
+    return message.strip()
+
+
+def _failing_op(module: ModuleOp, exc: VerifyException) -> Operation | None:
+    """The innermost op whose own verification fails (xDSL does not say which)."""
+    failing = None
+    for op in module.walk():
+        try:
+            op.verify_()
+        except Exception:
+            failing = op
+    return failing

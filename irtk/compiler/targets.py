@@ -1,0 +1,57 @@
+"""Named target profiles: the device class a Vulkan executable is compiled for.
+
+Codegen reads its limits (workgroup size, subgroup size, shared memory, 16/64-bit types) from a
+profile, and the executable records what it then requires, so the driver can refuse a device
+that cannot run it. `default` must run on any Vulkan 1.1+ device with SwiftShader's limits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irtk.errors import CompileError
+
+TARGETS = ("vulkan-spirv", "cpu")
+
+
+@dataclass(frozen=True)
+class VulkanProfile:
+    name: str
+    vulkan_env: str = "vulkan1.1"          # SPIRV-Tools target environment for validation
+    spirv_version: tuple[int, int] = (1, 3)
+    vulkan_version: tuple[int, int] = (1, 1)
+    subgroup_size: int = 0                 # 0: code must not depend on the subgroup size
+    max_workgroup_invocations: int = 256
+    shared_memory_bytes: int = 32768
+    float16: bool = False
+    float64: bool = False
+    int8: bool = False
+    int16: bool = False
+    int64: bool = False
+
+
+VULKAN_PROFILES: dict[str, VulkanProfile] = {
+    "default": VulkanProfile("default"),
+    "swiftshader": VulkanProfile("swiftshader", subgroup_size=4),
+    "llvmpipe": VulkanProfile("llvmpipe", vulkan_env="vulkan1.2", vulkan_version=(1, 2),
+                              subgroup_size=8, max_workgroup_invocations=1024, float16=True,
+                              float64=True, int8=True, int16=True, int64=True),
+}
+
+
+def vulkan_profile(name: str) -> VulkanProfile:
+    try:
+        return VULKAN_PROFILES[name]
+    except KeyError:
+        raise CompileError(f"unknown Vulkan target '{name}'; targets: "
+                           f"{', '.join(VULKAN_PROFILES)}") from None
+
+
+def parse_targets(spec: str) -> list[str]:
+    """`vulkan-spirv,cpu` -> ["vulkan-spirv", "cpu"], rejecting unknown names."""
+    targets = [t.strip() for t in spec.split(",") if t.strip()]
+    if not targets:
+        raise CompileError("no target given; targets: " + ", ".join(TARGETS))
+    for t in targets:
+        if t not in TARGETS:
+            raise CompileError(f"unknown target '{t}'; targets: {', '.join(TARGETS)}")
+    return list(dict.fromkeys(targets))

@@ -1,0 +1,33 @@
+"""Error types: every failure a user can cause is an `irtk.Error` subclass.
+
+The CLI turns these into a one-line message and a non-zero exit; anything else escaping is a bug.
+"""
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Base of all errors a user of irtk can cause (bad input, bad module, missing device)."""
+
+
+class ParseError(Error):
+    """Malformed MLIR text; the message starts with `file:line:col: error:`."""
+
+
+class CompileError(Error):
+    """A well-formed program that irtk cannot compile (unsupported op, type or shape)."""
+
+
+class VerificationError(Error):
+    """A module file that fails loading or verification (names function and bytecode offset)."""
+
+
+class DeviceError(Error):
+    """A device that cannot be found, created, or that lacks what an executable needs."""
+
+
+class InputError(Error):
+    """Wrong number, shape or type of arguments passed to an exported function."""
+
+
+class RuntimeFailure(Error):
+    """A program that failed while running (a `fail` op, a failed fence, a device fault)."""
