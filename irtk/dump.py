@@ -1,0 +1,84 @@
+"""`irtk dump`: what a module holds — the VM side (format version, imports, exports, bytecode,
+rodata) from the VM disassembler, then the device executables it carries, per target.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from irtk.errors import InputError, VerificationError
+from schemas import CPU_EXECUTABLE_IDENTIFIER, VULKAN_EXECUTABLE_IDENTIFIER
+from schemas import bytecode_module as bfb
+from schemas import cpu_executable as cfb
+from schemas import vulkan_executable as vfb
+
+
+def dump_module(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read '{path}': {e.strerror}") from None
+    from irtk.vm.disassembler import disassemble_module
+    text = disassemble_module(data)
+    return text + _executables(data)
+
+
+def _executables(data: bytes) -> str:
+    try:
+        module = bfb.ModuleDef.GetRootAs(data, 0)
+        lines = []
+        for i in range(module.RodataSegmentsLength()):
+            seg = module.RodataSegments(i)
+            mime = (seg.MimeType() or b"").decode(errors="replace")
+            name = (seg.Name() or b"").decode(errors="replace")
+            blob = seg.DataAsNumpy().tobytes() if seg.DataLength() else b""
+            if mime == "vulkan-spirv-fb":
+                lines += [f"executable '{name}' ({mime}, {len(blob)} bytes)"]
+                lines += _vulkan(blob)
+            elif mime == "cpu-kernel-fb":
+                lines += [f"executable '{name}' ({mime}, {len(blob)} bytes)"]
+                lines += _cpu(blob)
+    except VerificationError:
+        raise
+    except Exception as e:  # a mangled file: the disassembler has already verified the module
+        raise VerificationError(f"cannot read the module's executables: {e}") from None
+    return ("\nexecutables:\n" + "".join(f"  {l}\n" for l in lines)) if lines else ""
+
+
+def _vulkan(blob: bytes) -> list[str]:
+    if not vfb.ExecutableDef.ExecutableDefBufferHasIdentifier(blob, 0):
+        return ["  (not a Vulkan SPIR-V executable: bad identifier)"]
+    exe = vfb.ExecutableDef.GetRootAs(blob, 0)
+    out = [f"  target profile: {(exe.TargetProfile() or b'').decode()}"]
+    req = exe.Requirements()
+    if req is not None:
+        needs = [n for n, v in (("float16", req.Float16()), ("float64", req.Float64()),
+                                ("int8", req.Int8()), ("int16", req.Int16()),
+                                ("int64", req.Int64())) if v]
+        if req.SubgroupSize():
+            needs.append(f"subgroup size {req.SubgroupSize()}")
+        out.append(f"  requires: {', '.join(needs) or 'nothing beyond Vulkan 1.1'}")
+    from spirv import reader
+    for m in range(exe.ShaderModulesLength()):
+        code = exe.ShaderModules(m).CodeAsNumpy().tobytes()
+        out.append(f"  shader module {m}: {len(code)} bytes of SPIR-V")
+        for ep in reader.entry_points(code):
+            size = "x".join(map(str, ep.local_size)) if ep.local_size else "?"
+            out.append(f"    entry point {ep.name} (local size {size})")
+    for e in range(exe.EntryPointsLength()):
+        ep = exe.EntryPoints(e)
+        out.append(f"  export {e}: {(ep.Name() or b'').decode()} bindings={ep.BindingsLength()} "
+                   f"push_constants={ep.PushConstantCount()}")
+    return out
+
+
+def _cpu(blob: bytes) -> list[str]:
+    if not cfb.ExecutableDef.ExecutableDefBufferHasIdentifier(blob, 0):
+        return ["  (not a CPU executable: bad identifier)"]
+    exe = cfb.ExecutableDef.GetRootAs(blob, 0)
+    out = []
+    for k in range(exe.KernelsLength()):
+        kd = exe.Kernels(k)
+        ranges = "x".join(str(kd.LoopRanges(j)) for j in range(kd.LoopRangesLength()))
+        out.append(f"  export {k}: {(kd.Name() or b'').decode()} loops={ranges or 'scalar'} "
+                   f"ops={kd.OpsLength()} tile={kd.TileSize()}")
+    return out
