@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, func, linalg, tensor
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (AnyFloat, DenseIntOrFPElementsAttr, FloatAttr, IndexType,
                                    IntegerAttr, IntegerType, ModuleOp, TensorType)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue

@@ -6,6 +6,7 @@ op starts; later phases report unsupported ops at that place through the `Source
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -94,7 +95,8 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     try:
         module = parser.parse_module()
     except XdslParseError as e:
-        line, col = source_map.line_col(e.span.start)
+        offset = _unregistered_op_offset(text, e.span.start, e.msg)
+        line, col = source_map.line_col(offset)
         raise ParseError(f"{filename}:{line}:{col}: error: {_first_line(e.msg)}") from None
     except Exception as e:  # xDSL raises plain exceptions from some custom parsers
         raise ParseError(f"{filename}:1:1: error: {_first_line(str(e)) or type(e).__name__}") from None
@@ -106,6 +108,16 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     except Exception as e:
         raise ParseError(f"{filename}:1:1: error: {_first_line(str(e))}") from None
     return module, source_map
+
+
+def _unregistered_op_offset(text: str, offset: int, message: str) -> int:
+    """xDSL points past an unregistered op's name; point at the name itself."""
+    m = re.match(r"Operation (\S+) is not registered", message)
+    if m:
+        found = text.rfind(m.group(1), text.rfind("\n", 0, offset) + 1, offset)
+        if found >= 0:
+            return found
+    return offset
 
 
 def _first_line(message: str) -> str:

@@ -1,0 +1,125 @@
+"""The SPIR-V emission context shared by the kernel code generators.
+
+A thin layer over `spirv.builder.ModuleBuilder` that fixes the scalar types a kernel computes in
+(bool, signed i32, u32 for index arithmetic, f32) and provides the few bit-level helpers the op
+mappings need. NaN tests are done on the bit pattern, not with OpIsNan or unordered
+comparisons: without the float-controls extension a Vulkan driver may assume that floats are
+never NaN and fold those away, while integer compares are always honoured.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+from spirv.builder import ModuleBuilder
+from spirv.tables import GLSLstd450, Op
+
+from irtk.errors import CompileError
+
+_F32_ABS_MASK = 0x7FFFFFFF
+_F32_INF_BITS = 0x7F800000
+
+
+class Emitter:
+    """A module under construction plus its scalar types; every helper returns a result id."""
+
+    def __init__(self, version: tuple[int, int]) -> None:
+        b = self.b = ModuleBuilder(version=version)
+        self.void = b.type_void()
+        self.bool = b.type_bool()
+        self.f32 = b.type_float(32)
+        self.i32 = b.type_int(32, True)
+        self.u32 = b.type_int(32, False)
+
+    # --- types and constants ---------------------------------------------------
+
+    def scalar_type(self, name: str) -> int:
+        """The register type of a kernel scalar type ("i1" is a SPIR-V bool)."""
+        types = {"i1": self.bool, "i32": self.i32, "f32": self.f32}
+        if name not in types:
+            raise CompileError(f"vulkan-spirv: scalar type '{name}' is not supported "
+                               f"(supported: {', '.join(types)})")
+        return types[name]
+
+    def f32c(self, value: float) -> int:
+        return self.b.constant(self.f32, _to_f32(value))
+
+    def i32c(self, value: int) -> int:
+        """A signed 32-bit constant; `value` is taken modulo 2**32 (MLIR's two's complement)."""
+        value &= 0xFFFFFFFF
+        return self.b.constant(self.i32, value - (1 << 32) if value >= 1 << 31 else value)
+
+    def u32c(self, value: int) -> int:
+        return self.b.constant(self.u32, value & 0xFFFFFFFF)
+
+    def boolc(self, value: bool) -> int:
+        return self.b.constant_bool(bool(value))
+
+    def const(self, scalar: str, value: int | float) -> int:
+        if scalar == "f32":
+            return self.f32c(float(value))
+        if scalar == "i1":
+            return self.boolc(bool(value))
+        return self.i32c(int(value))
+
+    # --- instructions ----------------------------------------------------------
+
+    def op(self, opcode: int, result_type: int, *operands: int) -> int:
+        return self.b.op(opcode, result_type, *operands)
+
+    def glsl(self, result_type: int, instruction: GLSLstd450, *operands: int) -> int:
+        return self.b.ext_inst(result_type, self.b.ext_inst_import("GLSL.std.450"),
+                               instruction, *operands)
+
+    def select(self, result_type: int, cond: int, if_true: int, if_false: int) -> int:
+        return self.op(Op.Select, result_type, cond, if_true, if_false)
+
+    def not_(self, a: int) -> int:
+        return self.op(Op.LogicalNot, self.bool, a)
+
+    def and_(self, *conds: int) -> int:
+        result = conds[0]
+        for c in conds[1:]:
+            result = self.op(Op.LogicalAnd, self.bool, result, c)
+        return result
+
+    def or_(self, *conds: int) -> int:
+        result = conds[0]
+        for c in conds[1:]:
+            result = self.op(Op.LogicalOr, self.bool, result, c)
+        return result
+
+    # --- float bit tests -------------------------------------------------------
+
+    def f32_bits(self, x: int) -> int:
+        return self.op(Op.Bitcast, self.u32, x)
+
+    def is_nan(self, x: int) -> int:
+        magnitude = self.op(Op.BitwiseAnd, self.u32, self.f32_bits(x), self.u32c(_F32_ABS_MASK))
+        return self.op(Op.UGreaterThan, self.bool, magnitude, self.u32c(_F32_INF_BITS))
+
+    def is_inf(self, x: int) -> int:
+        magnitude = self.op(Op.BitwiseAnd, self.u32, self.f32_bits(x), self.u32c(_F32_ABS_MASK))
+        return self.op(Op.IEqual, self.bool, magnitude, self.u32c(_F32_INF_BITS))
+
+    def is_finite(self, x: int) -> int:
+        magnitude = self.op(Op.BitwiseAnd, self.u32, self.f32_bits(x), self.u32c(_F32_ABS_MASK))
+        return self.op(Op.ULessThan, self.bool, magnitude, self.u32c(_F32_INF_BITS))
+
+    def sign_bit(self, x: int) -> int:
+        """True for negative numbers, -0.0 and NaNs with the sign bit set."""
+        return self.op(Op.SLessThan, self.bool, self.op(Op.Bitcast, self.i32, x), self.i32c(0))
+
+    def ordered(self, a: int, b: int) -> int:
+        """Neither operand is NaN."""
+        return self.not_(self.or_(self.is_nan(a), self.is_nan(b)))
+
+
+def _to_f32(value: float) -> float:
+    """Round a Python float to f32 the way MLIR's constant folding does (overflow -> inf)."""
+    if math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)

@@ -1,0 +1,48 @@
+"""The front end parses MLIR with xDSL and reports every problem at file:line:col."""
+import pytest
+
+from irtk import ParseError
+from irtk.compiler.frontend import parse_mlir
+
+GOOD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_parse_records_op_locations():
+    module, source = parse_mlir(GOOD, "good.mlir")
+    locations = {op.name: source.location(op) for op in module.walk()}
+    assert locations["tensor.empty"] == "good.mlir:2:3"
+    assert locations["linalg.generic"] == "good.mlir:3:3"
+    assert locations["math.exp"] == "good.mlir:7:5"
+
+
+def test_unknown_op_is_reported_at_its_position():
+    text = GOOD.replace("math.exp %x : f32", "foo.bar %x : f32")
+    with pytest.raises(ParseError) as e:
+        parse_mlir(text, "bad.mlir")
+    assert str(e.value).startswith("bad.mlir:7:10: error: Operation foo.bar is not registered")
+
+
+def test_syntax_error_has_file_line_col():
+    with pytest.raises(ParseError) as e:
+        parse_mlir("func.func @main( {\n}\n", "syntax.mlir")
+    assert str(e.value).startswith("syntax.mlir:1:")
+    assert ": error: " in str(e.value)
+
+
+def test_type_mismatch_is_a_verification_error_with_location():
+    text = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xi32> {\n"
+            "  func.return %a : tensor<4xf32>\n}\n")
+    with pytest.raises(ParseError) as e:
+        parse_mlir(text, "types.mlir")
+    assert str(e.value).startswith("types.mlir:2:3: error:")
