@@ -1,0 +1,1 @@
+"""Code generation from the Khronos SPIR-V grammar; see generate_tables."""
