@@ -1,0 +1,77 @@
+"""Host-memory buffers and their allocator.
+
+A CPU buffer is a numpy uint8 array, so kernels and transfers see the bytes without copies:
+`host_memory` is the view they slice and reinterpret.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from irtk.errors import DeviceError, RuntimeFailure
+from irtk.hal.allocator import Allocator
+from irtk.hal.buffer import Buffer, BufferUsage
+
+
+class CpuBuffer(Buffer):
+    """A byte range in host memory; `release` drops it early (later use raises)."""
+
+    def __init__(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT,
+                 data: np.ndarray | None = None) -> None:
+        super().__init__(size, usage)
+        self._data: np.ndarray | None = np.zeros(size, dtype=np.uint8) if data is None else data
+
+    @property
+    def released(self) -> bool:
+        return self._data is None
+
+    @property
+    def host_memory(self) -> np.ndarray:
+        """The buffer's bytes as a writable uint8 array (no copy)."""
+        data = self._data
+        if data is None:
+            raise RuntimeFailure(f"buffer of {self.size} bytes was used after release")
+        return data
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        if length is None:
+            length = self.size - offset
+        self._check_range(offset, length)
+        return self.host_memory[offset:offset + length].tobytes()
+
+    def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
+        src = _as_bytes(data)
+        self._check_range(offset, src.size)
+        self.host_memory[offset:offset + src.size] = src
+
+    def release(self) -> None:
+        self._data = None
+
+    def __repr__(self) -> str:
+        state = "released" if self._data is None else f"{self.size} bytes"
+        return f"CpuBuffer({state})"
+
+
+class CpuAllocator(Allocator):
+    """Allocates zero-initialised host buffers."""
+
+    def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
+        if size < 0:
+            raise ValueError(f"cannot allocate a buffer of {size} bytes")
+        try:
+            return CpuBuffer(size, usage)
+        except MemoryError:
+            raise DeviceError(f"out of host memory allocating a buffer of {size} bytes") from None
+
+    def allocate_with_data(self, data: bytes | memoryview,
+                           usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
+        src = _as_bytes(data)
+        return CpuBuffer(src.size, usage, src.copy())
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    """Any C-contiguous buffer-protocol object as a flat uint8 array (no copy)."""
+    view = memoryview(data)  # type: ignore[arg-type]  # ndarray has the buffer protocol
+    if not view.c_contiguous:
+        raise ValueError("buffer data must be C-contiguous")
+    return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view,
+                         dtype=np.uint8)

@@ -1,0 +1,123 @@
+"""The CPU device, shared by local-sync and local-task; they differ only in where work runs.
+
+local-sync runs each queue operation inline on the caller's thread. local-task hands it to an
+in-order queue thread and returns at once; dispatches spread over the device's task system.
+Either way a queue operation waits on its wait fence, does its work, and signals its signal
+fence — or fails the signal fence with the error, which then reaches whoever waits on it.
+Nothing is raised into the queue thread or the workers.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hal_cpu.buffer import CpuAllocator
+from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer
+from hal_cpu.executable import EXECUTABLE_FORMAT, CpuExecutable
+from hal_cpu.semaphore import CpuSemaphore
+from hal_cpu.task_system import InlineRunner, SubmissionQueue, TaskSystem
+from irtk.errors import DeviceError, RuntimeFailure
+from irtk.hal.buffer import Buffer
+from irtk.hal.command_buffer import CommandBuffer
+from irtk.hal.device import Device, DeviceInfo
+from irtk.hal.semaphore import Fence
+
+
+class CpuDevice(Device):
+    def __init__(self, info: DeviceInfo, asynchronous: bool) -> None:
+        super().__init__(info, CpuAllocator())
+        self.task_system: TaskSystem | InlineRunner
+        if asynchronous:
+            self.task_system = TaskSystem(info.worker_count, name=f"irtk-{info.driver}")
+            self._queue: SubmissionQueue | None = SubmissionQueue(f"irtk-{info.driver}-queue")
+        else:
+            self.task_system = InlineRunner()
+            self._queue = None
+        self._released = False
+
+    def create_executable(self, executable_format: str, data: bytes) -> CpuExecutable:
+        self._check_live()
+        if executable_format != EXECUTABLE_FORMAT:
+            raise DeviceError(f"{self.info.driver} cannot load executable format "
+                              f"'{executable_format}' (supported: {EXECUTABLE_FORMAT})")
+        return CpuExecutable.load(data)
+
+    def create_command_buffer(self, binding_capacity: int = 0) -> CpuCommandBuffer:
+        self._check_live()
+        if binding_capacity < 0:
+            raise ValueError(f"binding_capacity must be >= 0, got {binding_capacity}")
+        return CpuCommandBuffer(binding_capacity)
+
+    def create_semaphore(self, initial_value: int = 0) -> CpuSemaphore:
+        return CpuSemaphore(initial_value)
+
+    def queue_execute(self, wait: Fence, signal: Fence, command_buffers: list[CommandBuffer],
+                      binding_tables: list[list[tuple[Buffer, int, int]]] | None = None) -> None:
+        self._check_live()
+        cbs: list[CpuCommandBuffer] = []
+        for i, cb in enumerate(command_buffers):
+            if not isinstance(cb, CpuCommandBuffer):
+                raise RuntimeFailure(f"queue_execute: command buffer {i} is "
+                                     f"{type(cb).__name__}, not a CPU command buffer")
+            if not cb.finalized:
+                raise RuntimeFailure(f"queue_execute: command buffer {i} was not finalized")
+            cbs.append(cb)
+        if binding_tables is None:
+            tables: list[BindingTable | None] = [None] * len(cbs)
+        else:
+            if len(binding_tables) != len(cbs):
+                raise RuntimeFailure(f"queue_execute: {len(binding_tables)} binding tables for "
+                                     f"{len(cbs)} command buffers")
+            # Captured now: the caller may reuse its lists while the submission is queued.
+            tables = [None if t is None else list(t) for t in binding_tables]
+        runner = self.task_system
+
+        def work() -> None:
+            for cb, table in zip(cbs, tables):
+                cb.execute(table, runner)
+        self._submit(wait, signal, work)
+
+    def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
+        self._check_live()
+        buffer = self.allocator.allocate(size)
+        self._submit(wait, signal, lambda: None)
+        return buffer
+
+    def queue_dealloca(self, wait: Fence, signal: Fence, buffer: Buffer) -> None:
+        self._check_live()
+        self._submit(wait, signal, buffer.release)
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self._queue is not None:
+            self._queue.shutdown()
+        self.task_system.shutdown()
+
+    def _submit(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
+        job = _QueueOp(wait, signal, work)
+        if self._queue is None:
+            job()
+        else:
+            self._queue.submit(job)
+
+    def _check_live(self) -> None:
+        if self._released:
+            raise DeviceError(f"device '{self.info.name}' was released")
+
+
+class _QueueOp:
+    """One queue operation: wait, work, signal; any error fails the signal fence instead."""
+
+    __slots__ = ("wait", "signal", "work")
+
+    def __init__(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
+        self.wait, self.signal, self.work = wait, signal, work
+
+    def __call__(self) -> None:
+        try:
+            self.wait.wait()
+            self.work()
+            self.signal.signal()
+        except Exception as e:  # noqa: BLE001 - reported through the fence
+            self.signal.fail(e)

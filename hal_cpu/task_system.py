@@ -1,0 +1,160 @@
+"""The task system of local-task: a fixed pool of worker threads, and the in-order queue thread.
+
+A batch of independent work items (the chunks of a dispatch, or every command between two
+barriers) is posted to the pool; the posting thread pulls items from the same batch too, so a
+batch always completes even when every worker is busy, and a batch of one item never leaves the
+calling thread. numpy releases the GIL inside its loops, so large blocks run truly in parallel.
+
+`InlineRunner` is the same contract for local-sync: everything on the caller's thread, in order.
+"""
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+WorkItem = Callable[[], None]
+
+# A dispatch is only split when each chunk gets at least this many iterations: below it, the
+# cost of handing a chunk to another thread outweighs the work.
+MIN_CHUNK_ITERATIONS = 1 << 15
+# Chunks per thread: more than one evens out uneven chunk times.
+CHUNKS_PER_THREAD = 4
+
+
+class InlineRunner:
+    """local-sync's runner: no threads; a dispatch is one chunk."""
+
+    worker_count = 1
+
+    def split(self, end: int, granule: int) -> list[tuple[int, int]]:
+        return [(0, end)]
+
+    def run(self, items: Sequence[WorkItem]) -> None:
+        for item in items:
+            item()
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Batch:
+    """Work items shared by the posting thread and the workers; the first error wins."""
+
+    def __init__(self, items: Sequence[WorkItem]) -> None:
+        self.items = items
+        self.next = 0
+        self.pending = len(items)
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def work(self) -> None:
+        while True:
+            with self.lock:
+                if self.next >= len(self.items):
+                    return
+                item = self.items[self.next]
+                self.next += 1
+                skip = self.error is not None
+            error = None
+            if not skip:
+                try:
+                    item()
+                except BaseException as e:  # noqa: BLE001 - carried to the posting thread
+                    error = e
+            with self.lock:
+                if error is not None and self.error is None:
+                    self.error = error
+                self.pending -= 1
+                if self.pending == 0:
+                    self.done.set()
+
+
+class TaskSystem:
+    """A pool of `worker_count` threads, created once per device."""
+
+    def __init__(self, worker_count: int, name: str = "irtk-cpu") -> None:
+        if worker_count < 1:
+            raise ValueError(f"worker_count must be >= 1, got {worker_count}")
+        self.worker_count = worker_count
+        self.min_chunk_iterations = MIN_CHUNK_ITERATIONS
+        self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._worker, name=f"{name}-worker-{i}",
+                                          daemon=True) for i in range(worker_count)]
+        for t in self._threads:
+            t.start()
+
+    def split(self, end: int, granule: int) -> list[tuple[int, int]]:
+        """Whole workgroups per chunk; up to CHUNKS_PER_THREAD chunks per thread."""
+        chunks = min(math.ceil(end / self.min_chunk_iterations),
+                     CHUNKS_PER_THREAD * (self.worker_count + 1))
+        if chunks <= 1:
+            return [(0, end)]
+        size = math.ceil(math.ceil(end / chunks) / granule) * granule
+        return [(s, min(s + size, end)) for s in range(0, end, size)]
+
+    def run(self, items: Sequence[WorkItem]) -> None:
+        if not items:
+            return
+        if len(items) == 1:
+            items[0]()
+            return
+        batch = _Batch(items)
+        for _ in range(min(self.worker_count, len(items) - 1)):
+            self._queue.put(batch)
+        batch.work()
+        batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+
+    def shutdown(self) -> None:
+        """Stop the workers once they finish what they hold (a batch in flight still completes
+        on its posting thread)."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(timeout=5.0)
+
+    def _worker(self) -> None:
+        while True:
+            batch = self._queue.get()
+            if batch is None:
+                return
+            batch.work()
+
+
+class SubmissionQueue:
+    """local-task's queue: one thread running submissions in the order they were made."""
+
+    def __init__(self, name: str = "irtk-cpu-queue") -> None:
+        self._name = name
+        self._queue: queue.SimpleQueue[WorkItem | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, job: WorkItem) -> None:
+        """Queue `job`; it must not raise (it reports through its fences)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Finish queued jobs (waiting up to `timeout` seconds) and stop the thread."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            job()

@@ -1,0 +1,133 @@
+"""Loading executables: exports, and VerificationError (naming kernel and field) for bad ones."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hal_cpu import create_sync_driver
+from hal_cpu.executable import parse_kernels
+from irtk.errors import DeviceError, VerificationError
+
+from .cpu_kernel_builder import executable, kernel, op, operand
+
+
+@pytest.fixture(scope="module")
+def sync_device():
+    dev = create_sync_driver().create_device()
+    yield dev
+    dev.release()
+
+
+def _add_kernel(**changes) -> object:
+    """out[i] = a[i] + b[i] over 10 iterations, with fields replaced by `changes`."""
+    k = kernel("add", [10], [operand(0, "f32", [10], 1), operand(2, "f32", [10], 1)],
+               [operand(5, "f32", [10], 1)], [op("arith.addf", 0, 1, result_type="f32")], [3],
+               tile_size=4)
+    for name, value in changes.items():
+        setattr(k, name, value)
+    return k
+
+
+def test_exports_describe_each_kernel(sync_device):
+    second = kernel("fill", [3, 4], [], [operand(0, "i32", [3, 4], 2)],
+                    [op("arith.constant", result_type="i32", int_value=7)], [1], tile_size=5)
+    exe = sync_device.create_executable("cpu-kernel-fb", executable(_add_kernel(), second))
+    assert [(e.name, e.binding_count, e.push_constant_count, e.workgroup_size)
+            for e in exe.exports] == [("add", 3, 0, (4, 1, 1)), ("fill", 1, 0, (5, 1, 1))]
+
+
+def test_unknown_format_is_a_device_error(sync_device):
+    with pytest.raises(DeviceError, match="spirv"):
+        sync_device.create_executable("vulkan-spirv-fb", executable(_add_kernel()))
+
+
+def test_wrong_file_identifier():
+    with pytest.raises(VerificationError, match="IRCP"):
+        parse_kernels(executable(_add_kernel(), identifier=b"IRVK"))
+    with pytest.raises(VerificationError, match="IRCP"):
+        parse_kernels(b"")
+
+
+def _ops_kernel(ops, yields=(3,), out_type="f32"):
+    return kernel("k", [10], [operand(0, "f32", [10], 1), operand(1, "i32", [10], 1)],
+                  [operand(2, out_type, [10], 1)], ops, list(yields))
+
+
+BAD_KERNELS = {
+    "no name": (_add_kernel(name=None), r"kernels\[0\]: name: is missing"),
+    "negative loop": (_add_kernel(loopRanges=[-1]), r"'add': loop_ranges\[0\]"),
+    "zero tile": (_add_kernel(tileSize=0), "'add': tile_size: is 0"),
+    "bad type": (kernel("k", [4], [operand(0, "f64", [4], 1)], [], [], []),
+                 r"'k': inputs\[0\].element_type: 'f64'"),
+    "map rank": (kernel("k", [4, 2], [operand(0, "f32", [4], 1)], [], [], []),
+                 r"'k': inputs\[0\].map.num_dims: is 1, expected 2"),
+    "map size": (kernel("k", [4], [operand(0, "f32", [4, 1], 1, [[1, 0]])], [], [], []),
+                 r"'k': inputs\[0\].map.coefficients: has 2 entries, expected 4"),
+    "out of bounds": (kernel("k", [4], [], [operand(0, "f32", [4], 1, [[1, 1]])], [], [0]),
+                      r"'k': outputs\[0\].map: row 0 reaches indices \[1, 4\]"),
+    "negative index": (kernel("k", [4], [operand(0, "f32", [8], 1, [[-1, 2]])], [], [], []),
+                       r"row 0 reaches indices \[-1, 2\]"),
+    "unknown op": (_ops_kernel([op("arith.frobf", 0, result_type="f32")]),
+                   r"'k': ops\[0\] \(arith.frobf\): unsupported op"),
+    "forward ref": (_ops_kernel([op("arith.addf", 0, 3, result_type="f32")]),
+                    r"ops\[0\] \(arith.addf\).operands\[1\]: value 3 is not defined"),
+    "type mismatch": (_ops_kernel([op("arith.addf", 0, 1, result_type="f32")]),
+                      r"operand types \(f32, i32\) are not \(f32, f32\)"),
+    "result type": (_ops_kernel([op("arith.addf", 0, 0, result_type="i32")]),
+                    r"result_type 'i32' should be 'f32'"),
+    "arity": (_ops_kernel([op("math.exp", 0, 0, result_type="f32")]), "has 2 operands"),
+    "predicate": (_ops_kernel([op("arith.cmpf", 0, 0, predicate="sgt")], out_type="i1"),
+                  "predicate 'sgt'"),
+    "constant range": (_ops_kernel([op("arith.constant", result_type="i32", int_value=2 ** 33)],
+                                   out_type="i32"), "does not fit in i32"),
+    "index dim": (_ops_kernel([op("linalg.index", int_value=1)], out_type="i32"),
+                  r"loop dimension 1 is not in \[0, 1\)"),
+    "yield count": (_ops_kernel([], yields=[0, 1]), "yields: has 2 values for 1 outputs"),
+    "yield type": (_ops_kernel([], yields=[1]), r"yields\[0\]: value 1 is i32"),
+    "yield undefined": (_ops_kernel([], yields=[9]), r"yields\[0\]: value 9 is not defined"),
+    "binding": (kernel("k", [4], [operand(2 ** 20, "f32", [4], 1)], [], [], []),
+                r"inputs\[0\].binding: 1048576 is out of range"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_KERNELS))
+def test_inconsistent_kernel_is_rejected_naming_kernel_and_field(case):
+    k, message = BAD_KERNELS[case]
+    with pytest.raises(VerificationError, match=message):
+        parse_kernels(executable(k))
+
+
+def test_duplicate_kernel_names_and_empty_executables_are_rejected():
+    with pytest.raises(VerificationError, match="'add' is used twice"):
+        parse_kernels(executable(_add_kernel(), _add_kernel()))
+    with pytest.raises(VerificationError, match="no kernels"):
+        parse_kernels(executable())
+
+
+def test_corrupted_bytes_raise_only_verification_errors(rng):
+    good = executable(_add_kernel(), _ops_kernel([op("arith.addf", 0, 0, result_type="f32")]))
+    assert len(parse_kernels(good)) == 2
+    outcomes = {"loaded": 0, "rejected": 0}
+    for trial in range(400):
+        data = bytearray(good)
+        if trial % 4 == 0:
+            data = data[:int(rng.integers(0, len(data)))]
+        else:
+            for _ in range(int(rng.integers(1, 4))):
+                pos = int(rng.integers(8, len(data)))  # keep the identifier: reach the parser
+                data[pos] = int(rng.integers(0, 256))
+        try:
+            parse_kernels(bytes(data))
+            outcomes["loaded"] += 1
+        except VerificationError:
+            outcomes["rejected"] += 1
+    assert outcomes["rejected"] > 0
+
+
+def test_degenerate_but_consistent_kernels_load(sync_device):
+    empty_loop = kernel("nothing", [0, 5], [], [operand(0, "f32", [0, 5], 2)], [], [0])
+    scalar = kernel("scalar", [], [operand(0, "f32", [], 0, [])], [operand(1, "f32", [], 0, [])],
+                    [op("math.exp", 0, result_type="f32")], [2], tile_size=1)
+    exe = sync_device.create_executable("cpu-kernel-fb", executable(empty_loop, scalar))
+    assert [k.total for k in exe.kernels] == [0, 1]
+    np.testing.assert_equal(exe.exports[1].binding_count, 2)
