@@ -2,9 +2,16 @@
 
 A thin layer over `spirv.builder.ModuleBuilder` that fixes the scalar types a kernel computes in
 (bool, signed i32, u32 for index arithmetic, f32) and provides the few bit-level helpers the op
-mappings need. NaN tests are done on the bit pattern, not with OpIsNan or unordered
-comparisons: without the float-controls extension a Vulkan driver may assume that floats are
-never NaN and fold those away, while integer compares are always honoured.
+mappings need.
+
+Function-body instructions are recorded and written to the builder only by `finish_function`,
+so types and constants, which the op mappings create on demand, are always declared while no
+function is open (they belong to the module's global section). Recording also lets the emitter
+reuse an identical pure instruction within a block instead of emitting it twice.
+
+NaN tests are done on the bit pattern, not with OpIsNan or unordered comparisons: without the
+float-controls extension a Vulkan driver may assume that floats are never NaN and fold those
+away, while integer compares are always honoured.
 """
 from __future__ import annotations
 
@@ -16,6 +23,8 @@ from spirv.tables import GLSLstd450, Op
 
 from irtk.errors import CompileError
 
+# Instructions that read memory or have effects: never merged with an earlier identical one.
+_IMPURE = frozenset({Op.Load, Op.Store, Op.FunctionCall})
 _F32_ABS_MASK = 0x7FFFFFFF
 _F32_INF_BITS = 0x7F800000
 
@@ -30,6 +39,8 @@ class Emitter:
         self.f32 = b.type_float(32)
         self.i32 = b.type_int(32, True)
         self.u32 = b.type_int(32, False)
+        self._body: list[tuple[str, int, int | None, tuple[int, ...], int]] = []
+        self._block_values: dict[tuple[int, int, tuple[int, ...]], int] = {}
 
     # --- types and constants ---------------------------------------------------
 
@@ -65,11 +76,48 @@ class Emitter:
     # --- instructions ----------------------------------------------------------
 
     def op(self, opcode: int, result_type: int, *operands: int) -> int:
-        return self.b.op(opcode, result_type, *operands)
+        """A function-body instruction with a result; pure ones are reused within a block."""
+        key = (int(opcode), result_type, operands)
+        reusable = opcode not in _IMPURE
+        if reusable and key in self._block_values:
+            return self._block_values[key]
+        rid = self.b.new_id()
+        self._body.append(("op", int(opcode), result_type, operands, rid))
+        if reusable:
+            self._block_values[key] = rid
+        return rid
+
+    def op_void(self, opcode: int, *operands: int) -> None:
+        self._body.append(("void", int(opcode), None, operands, 0))
+
+    def label(self, label_id: int | None = None) -> int:
+        """Start a block (ids from `new_id` let branches name it first)."""
+        rid = self.b.new_id() if label_id is None else label_id
+        self._body.append(("label", 0, None, (), rid))
+        self._block_values.clear()
+        return rid
+
+    def new_id(self) -> int:
+        return self.b.new_id()
+
+    def finish_function(self, name: str) -> int:
+        """Write the recorded body as a `void name()` function; returns the function id."""
+        fn = self.b.begin_function(self.void, self.b.type_function(self.void, []))
+        self.b.name(fn, name)
+        for kind, opcode, result_type, operands, rid in self._body:
+            if kind == "label":
+                self.b.label(rid)
+            elif kind == "void":
+                self.b.op_void(opcode, *operands)
+            else:
+                self.b.op(opcode, result_type, *operands, result_id=rid)
+        self.b.end_function()
+        self._body = []
+        return fn
 
     def glsl(self, result_type: int, instruction: GLSLstd450, *operands: int) -> int:
-        return self.b.ext_inst(result_type, self.b.ext_inst_import("GLSL.std.450"),
-                               instruction, *operands)
+        glsl_set = self.b.ext_inst_import("GLSL.std.450")
+        return self.op(Op.ExtInst, result_type, glsl_set, int(instruction), *operands)
 
     def select(self, result_type: int, cond: int, if_true: int, if_false: int) -> int:
         return self.op(Op.Select, result_type, cond, if_true, if_false)

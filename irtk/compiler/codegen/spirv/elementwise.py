@@ -1,0 +1,348 @@
+"""SPIR-V code generation for elementwise dispatch kernels.
+
+Every iteration of the kernel's loop nest is independent, so the row-major linearized
+iteration space is split evenly: a workgroup of `wg` invocations covers `wg * E` consecutive
+iterations, invocation `l` of linear workgroup `w` taking iterations `w * wg * E + l + k * wg`
+for k < E (neighbouring invocations touch neighbouring elements on every step; several
+iterations per invocation amortize the per-workgroup cost, which dominates on CPU-based
+drivers). Grids beyond the 65535 workgroups one dimension allows become 2-D, and iterations
+past the end are skipped by a bounds check that is emitted only when the grid does not cover
+the iteration space exactly. docs/codegen_spirv.md states the rules.
+
+Operand offsets are computed straight from the linear iteration index: each operand's affine
+map, folded with its row-major strides, is a linear form in the loop indices, and runs of loop
+dimensions that the form walks contiguously collapse into one `(index / stride) % extent`
+term, so an identity map costs nothing and a broadcast costs one division or remainder.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
+                          ExecutionModel, MemoryModel, Op as SpvOp, SelectionControl,
+                          StorageClass)
+
+from irtk.compiler.kernel import Kernel, Operand
+from irtk.compiler.targets import VulkanProfile
+from irtk.errors import CompileError
+
+from .emitter import Emitter
+from .executable import SpirvKernel, validate
+from .scalar_ops import OpCall, emit_op
+
+MAX_WORKGROUP_COUNT = 65535          # per grid dimension, the Vulkan minimum limit
+DEFAULT_WORKGROUP_SIZE = 128
+MAX_PER_INVOCATION = 8               # iterations per invocation for large kernels, at most ...
+MIN_WORKGROUPS = 32                  # ... while the grid keeps at least this many workgroups
+UNROLL_OP_BUDGET = 1024              # ... and body ops times iterations stays within this
+MAX_ITERATIONS = (1 << 31) - 1       # indices are 32-bit
+BUFFER_ELEMENT_TYPES = ("f32", "i32")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How a kernel's iterations map onto invocations, workgroups and the grid."""
+
+    iterations: int
+    workgroup_size: int
+    per_invocation: int
+    grid: tuple[int, int, int]
+
+    @property
+    def per_workgroup(self) -> int:
+        return self.workgroup_size * self.per_invocation
+
+    @property
+    def bounds_check(self) -> bool:
+        """False when the grid covers exactly the iterations, so no invocation falls outside
+        (an empty kernel keeps its check in case a host dispatches it anyway)."""
+        covered = self.grid[0] * self.grid[1] * self.grid[2] * self.per_workgroup
+        return covered != self.iterations or self.iterations == 0
+
+
+def plan_launch(iterations: int, op_count: int, profile: VulkanProfile,
+                max_workgroup_count: int = MAX_WORKGROUP_COUNT) -> LaunchPlan:
+    """The launch rule (docs/codegen_spirv.md): workgroup size min(128, device limit, next power
+    of two >= iterations); the most iterations per invocation (8, 4, 2 or 1) that keep
+    MIN_WORKGROUPS workgroups and the unrolled body within UNROLL_OP_BUDGET ops; a 2-D grid when
+    one dimension cannot hold the workgroups."""
+    if iterations > MAX_ITERATIONS:
+        raise CompileError(f"vulkan-spirv: {iterations} iterations exceed the 32-bit index "
+                           f"range ({MAX_ITERATIONS})")
+    size = min(DEFAULT_WORKGROUP_SIZE, profile.max_workgroup_invocations,
+               1 << max(iterations - 1, 0).bit_length())
+    per_invocation = MAX_PER_INVOCATION
+    while per_invocation > 1 and (
+            iterations < size * per_invocation * MIN_WORKGROUPS
+            or per_invocation * max(op_count, 1) > UNROLL_OP_BUDGET):
+        per_invocation //= 2
+    groups = -(-iterations // (size * per_invocation))
+    if groups <= max_workgroup_count:
+        grid = (groups, 1, 1)
+    else:
+        rows = -(-groups // max_workgroup_count)
+        if rows > max_workgroup_count:
+            raise CompileError(f"vulkan-spirv: {iterations} iterations need {groups} workgroups, "
+                               f"more than a {max_workgroup_count}^2 grid holds")
+        # The narrowest rows that fit: fewer than `rows` workgroups of the grid stay idle.
+        grid = (-(-groups // rows), rows, 1)
+    return LaunchPlan(iterations, size, per_invocation, grid)
+
+
+@dataclass(frozen=True)
+class _Term:
+    """`coefficient * ((iteration / divisor) % modulus)`; modulus 0 means no remainder."""
+
+    divisor: int
+    modulus: int
+    coefficient: int
+
+
+def offset_terms(loop_ranges: tuple[int, ...], operand: Operand) -> tuple[tuple[_Term, ...], int]:
+    """An operand's element offset as terms of the linear iteration index, plus a constant."""
+    n = len(loop_ranges)
+    strides = [math.prod(operand.shape[r + 1:]) for r in range(len(operand.shape))]
+    coeff = [sum(row[j] * s for row, s in zip(operand.map.rows, strides)) for j in range(n)]
+    const = sum(row[-1] * s for row, s in zip(operand.map.rows, strides))
+    loop_strides = [math.prod(loop_ranges[j + 1:]) for j in range(n)]
+    dims = [j for j in range(n) if loop_ranges[j] > 1]
+    groups: list[list[int]] = []   # [outer dim, inner dim]
+    for j in dims:
+        if groups and coeff[groups[-1][1]] == coeff[j] * loop_ranges[j]:
+            groups[-1][1] = j
+        else:
+            groups.append([j, j])
+    terms = []
+    for outer, inner in groups:
+        if coeff[inner] == 0:
+            continue
+        extent = math.prod(loop_ranges[outer:inner + 1])
+        modulus = 0 if outer == dims[0] else extent
+        terms.append(_Term(loop_strides[inner], modulus, coeff[inner]))
+    return tuple(terms), const
+
+
+def check_kernel(kernel: Kernel) -> None:
+    """Reject what this generator cannot compile, naming the kernel and the reason."""
+    where = f"vulkan-spirv: kernel '{kernel.name}'"
+    n = len(kernel.loop_ranges)
+    if any(r < 0 for r in kernel.loop_ranges):
+        raise CompileError(f"{where}: negative loop range in {kernel.loop_ranges}")
+    for role, operands in (("input", kernel.inputs), ("output", kernel.outputs)):
+        for i, operand in enumerate(operands):
+            if operand.element_type == "i1":
+                raise CompileError(f"{where}: {role} {i} is i1; i1 tensors are not supported "
+                                   f"yet by the vulkan-spirv target")
+            if operand.element_type not in BUFFER_ELEMENT_TYPES:
+                raise CompileError(f"{where}: {role} {i} has element type "
+                                   f"{operand.element_type}; supported: "
+                                   f"{', '.join(BUFFER_ELEMENT_TYPES)}")
+            if operand.map.num_dims != n or len(operand.map.rows) != len(operand.shape):
+                raise CompileError(f"{where}: {role} {i} map does not fit {n} loops and shape "
+                                   f"{operand.shape}")
+            if any(len(row) != n + 1 for row in operand.map.rows):
+                raise CompileError(f"{where}: {role} {i} map rows need {n + 1} entries")
+            if math.prod(operand.shape) > MAX_ITERATIONS:
+                raise CompileError(f"{where}: {role} {i} of shape {operand.shape} is too large "
+                                   f"for 32-bit indexing")
+    if len(kernel.yields) != len(kernel.outputs):
+        raise CompileError(f"{where}: {len(kernel.yields)} yields for "
+                           f"{len(kernel.outputs)} outputs")
+    first_op = kernel.binding_count
+    for i, op in enumerate(kernel.ops):
+        for v in op.operands:
+            if not 0 <= v < first_op + i:
+                raise CompileError(f"{where}: op {i} ({op.name}) uses value {v} before it is "
+                                   f"defined")
+    value_count = first_op + len(kernel.ops)
+    for o, v in enumerate(kernel.yields):
+        if not 0 <= v < value_count:
+            raise CompileError(f"{where}: output {o} yields undefined value {v}")
+        if kernel.value_type(v) != kernel.outputs[o].element_type:
+            raise CompileError(f"{where}: output {o} is {kernel.outputs[o].element_type} but "
+                               f"yields a {kernel.value_type(v)} value")
+
+
+def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
+                   max_workgroup_count: int = MAX_WORKGROUP_COUNT) -> SpirvKernel:
+    """An elementwise kernel as a validated compute shader for `profile`.
+
+    `max_workgroup_count` lowers the per-dimension grid limit (tests use it to reach the 2-D
+    grid with small kernels).
+    """
+    check_kernel(kernel)
+    plan = plan_launch(kernel.iteration_count, len(kernel.ops), profile, max_workgroup_count)
+    code, bindings = _Generator(kernel, plan, profile).build()
+    validate(code, profile.vulkan_env, kernel.name)
+    return SpirvKernel(
+        code=code,
+        entry_point=kernel.name,
+        workgroup_size=(plan.workgroup_size, 1, 1),
+        workgroup_count=plan.grid,
+        bindings=bindings,
+        push_constant_count=0,
+        requirements={"max_workgroup_invocations": plan.workgroup_size},
+    )
+
+
+class _Generator:
+    """Builds the module for one kernel; see the module docstring for the scheme."""
+
+    def __init__(self, kernel: Kernel, plan: LaunchPlan, profile: VulkanProfile) -> None:
+        self.kernel, self.plan, self.profile = kernel, plan, profile
+        self.e = Emitter(profile.spirv_version)
+        self.operands = kernel.inputs + kernel.outputs
+        self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]
+        self.used = {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
+        self.buffers: dict[tuple[int, str], int] = {}
+        self.interface: list[int] = []
+
+    # --- module structure ----------------------------------------------------------------
+
+    def build(self) -> tuple[bytes, list[tuple[int, bool]]]:
+        e, b = self.e, self.e.b
+        b.capability(Capability.Shader)
+        b.memory_model(AddressingModel.Logical, MemoryModel.GLSL450)
+        bindings = self._declare_buffers()
+        self._emit_body()
+        fn = e.finish_function(self.kernel.name)
+        interface = list(self.interface)
+        if self.profile.spirv_version >= (1, 4):  # from 1.4 every global is in the interface
+            interface += list(self.buffers.values())
+        b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
+        b.execution_mode(fn, ExecutionMode.LocalSize, self.plan.workgroup_size, 1, 1)
+        return b.to_bytes(), bindings
+
+    def _declare_buffers(self) -> list[tuple[int, bool]]:
+        """One StorageBuffer variable per (binding, element type) at descriptor set 0."""
+        e, b = self.e, self.e.b
+        n_in = len(self.kernel.inputs)
+        written = {o.binding for o in self.kernel.outputs}
+        read = {o.binding for i, o in enumerate(self.operands) if i < n_in or i in self.used}
+        for i, operand in enumerate(self.operands):
+            key = (operand.binding, operand.element_type)
+            if key in self.buffers:
+                continue
+            elem = e.scalar_type(operand.element_type)
+            block = b.type_struct([b.type_runtime_array(elem, stride=4)])
+            b.decorate(block, Decoration.Block)
+            b.member_decorate(block, 0, Decoration.Offset, 0)
+            if operand.binding not in written:
+                b.member_decorate(block, 0, Decoration.NonWritable)
+            elif operand.binding not in read:
+                b.member_decorate(block, 0, Decoration.NonReadable)
+            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                             StorageClass.StorageBuffer)
+            b.decorate(var, Decoration.DescriptorSet, 0)
+            b.decorate(var, Decoration.Binding, operand.binding)
+            role = "in" if i < n_in else "out"
+            b.name(var, f"{role}{i if i < n_in else i - n_in}_b{operand.binding}")
+            self.buffers[key] = var
+        bindings = sorted({o.binding for o in self.operands})
+        return [(binding, binding not in written) for binding in bindings]
+
+    def _builtin(self, builtin: BuiltIn) -> int:
+        """Declare a uvec3 Input builtin (it joins the entry point interface) and load it."""
+        b = self.e.b
+        v3 = b.type_vector(self.e.u32, 3)
+        var = b.variable(b.type_pointer(StorageClass.Input, v3), StorageClass.Input)
+        b.decorate(var, Decoration.BuiltIn, builtin)
+        self.interface.append(var)
+        return self.e.op(SpvOp.Load, v3, var)
+
+    # --- the function body ---------------------------------------------------------------
+
+    def _emit_body(self) -> None:
+        e, plan = self.e, self.plan
+        e.label()
+        local = e.op(SpvOp.CompositeExtract, e.u32, self._builtin(BuiltIn.LocalInvocationId), 0)
+        group_ids = self._builtin(BuiltIn.WorkgroupId)
+        group = e.op(SpvOp.CompositeExtract, e.u32, group_ids, 0)
+        if plan.grid[1] > 1:
+            row = e.op(SpvOp.CompositeExtract, e.u32, group_ids, 1)
+            width = e.op(SpvOp.CompositeExtract, e.u32, self._builtin(BuiltIn.NumWorkgroups), 0)
+            group = e.op(SpvOp.IAdd, e.u32, group, e.op(SpvOp.IMul, e.u32, row, width))
+        base = e.op(SpvOp.IAdd, e.u32, local,
+                    e.op(SpvOp.IMul, e.u32, group, e.u32c(plan.per_workgroup)))
+        for k in range(plan.per_invocation):
+            index = base if k == 0 else e.op(SpvOp.IAdd, e.u32, base,
+                                             e.u32c(k * plan.workgroup_size))
+            if not plan.bounds_check:
+                _Iteration(self, index).emit()
+                continue
+            inside = e.op(SpvOp.ULessThan, e.bool, index, e.u32c(plan.iterations))
+            then, merge = e.new_id(), e.new_id()
+            e.op_void(SpvOp.SelectionMerge, merge, SelectionControl.None_)
+            e.op_void(SpvOp.BranchConditional, inside, then, merge)
+            e.label(then)
+            _Iteration(self, index).emit()
+            e.op_void(SpvOp.Branch, merge)
+            e.label(merge)
+        e.op_void(SpvOp.Return)
+
+
+class _Iteration:
+    """The code for one iteration: offsets, loads, the body ops, stores."""
+
+    def __init__(self, gen: _Generator, index: int) -> None:
+        self.gen, self.e, self.index = gen, gen.e, index
+        self.kernel = gen.kernel
+
+    def _term_value(self, term: _Term) -> int:
+        e, value = self.e, self.index
+        if term.divisor > 1:
+            value = e.op(SpvOp.UDiv, e.u32, value, e.u32c(term.divisor))
+        if term.modulus:
+            value = e.op(SpvOp.UMod, e.u32, value, e.u32c(term.modulus))
+        if term.coefficient != 1:
+            value = e.op(SpvOp.IMul, e.u32, value, e.u32c(term.coefficient))
+        return value
+
+    def offset(self, operand_index: int) -> int:
+        e = self.e
+        terms, const = self.gen.terms[operand_index]
+        values = [self._term_value(t) for t in terms]
+        if const or not values:
+            values.append(e.u32c(const))
+        total = values[0]
+        for v in values[1:]:
+            total = e.op(SpvOp.IAdd, e.u32, total, v)
+        return total
+
+    def _pointer(self, operand_index: int) -> int:
+        e, b = self.e, self.e.b
+        operand = self.gen.operands[operand_index]
+        elem = e.scalar_type(operand.element_type)
+        var = self.gen.buffers[(operand.binding, operand.element_type)]
+        return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, elem), var,
+                    e.u32c(0), self.offset(operand_index))
+
+    def loop_index(self, dim: int) -> int:
+        """linalg.index: loop index `dim` of this iteration as an i32."""
+        e, ranges = self.e, self.kernel.loop_ranges
+        if not 0 <= dim < len(ranges):
+            raise CompileError(f"vulkan-spirv: kernel '{self.kernel.name}': linalg.index {dim} "
+                               f"is outside its {len(ranges)} loops")
+        if ranges[dim] <= 1:
+            return e.i32c(0)
+        outer = next(j for j, r in enumerate(ranges) if r > 1)
+        term = _Term(math.prod(ranges[dim + 1:]), 0 if dim == outer else ranges[dim], 1)
+        return e.op(SpvOp.Bitcast, e.i32, self._term_value(term))
+
+    def emit(self) -> None:
+        e, kernel = self.e, self.kernel
+        values: list[int] = []
+        types: list[str] = []
+        for i, operand in enumerate(self.gen.operands):
+            elem = e.scalar_type(operand.element_type)
+            values.append(e.op(SpvOp.Load, elem, self._pointer(i)) if i in self.gen.used else 0)
+            types.append(operand.element_type)
+        for op in kernel.ops:
+            call = OpCall(op, [values[v] for v in op.operands], [types[v] for v in op.operands],
+                          self.loop_index)
+            values.append(emit_op(e, call))
+            types.append(op.result_type)
+        first_output = len(kernel.inputs)
+        for o, v in enumerate(kernel.yields):
+            e.op_void(SpvOp.Store, self._pointer(first_output + o), values[v])

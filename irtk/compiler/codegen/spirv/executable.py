@@ -1,0 +1,125 @@
+"""Compiled SPIR-V kernels and their packing into a "vulkan-spirv-fb" executable.
+
+`SpirvKernel` is what codegen hands the compiler driver for one dispatch: the validated module,
+its launch shape (which the host program records in its dispatch) and its interface.
+`pack_executable` writes kernels into the FlatBuffers format that hal_vulkan loads
+(schemas/vulkan_executable.fbs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import flatbuffers
+import numpy as np
+
+from irtk.compiler.targets import VulkanProfile
+from irtk.errors import CompileError
+from irtk.hal.executable import ExecutableRequirements
+from schemas import VULKAN_EXECUTABLE_IDENTIFIER
+from schemas import vulkan_executable as fb
+
+EXECUTABLE_FORMAT = "vulkan-spirv-fb"
+_REQUIREMENT_KEYS = frozenset(f.name for f in fields(ExecutableRequirements))
+
+
+@dataclass
+class SpirvKernel:
+    """One compute shader for one dispatch; `code` has passed spirv-val for its profile."""
+
+    code: bytes
+    entry_point: str
+    workgroup_size: tuple[int, int, int]
+    workgroup_count: tuple[int, int, int]
+    bindings: list[tuple[int, bool]]          # (binding number, read_only), set 0
+    push_constant_count: int = 0              # 32-bit words
+    requirements: dict[str, int | bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.requirements) - _REQUIREMENT_KEYS
+        if unknown:
+            raise ValueError(f"unknown executable requirements {sorted(unknown)}; "
+                             f"known: {sorted(_REQUIREMENT_KEYS)}")
+
+
+def validate(code: bytes, target_env: str, what: str) -> None:
+    """spirv-val `code`; a rejected module is a code generator bug, reported as CompileError."""
+    from spirv import tools  # SPIRV-Tools binding; imported here so codegen loads without it
+    from spirv.errors import SpirvError
+
+    try:
+        tools.validate(code, target_env)
+    except SpirvError as exc:
+        detail = getattr(exc, "diagnostic", "") or str(exc)
+        raise CompileError(f"vulkan-spirv: internal error: the SPIR-V generated for '{what}' "
+                           f"fails validation for {target_env}: {detail}") from exc
+
+
+def merged_requirements(kernels: list[SpirvKernel],
+                        profile: VulkanProfile) -> ExecutableRequirements:
+    """What the device must offer to run every kernel: the strictest of each need."""
+    merged: dict[str, int | bool] = {}
+    for kernel in kernels:
+        needs = dict(kernel.requirements)
+        if kernel.push_constant_count:
+            needs["push_constant_bytes"] = max(int(needs.get("push_constant_bytes", 0)),
+                                               4 * kernel.push_constant_count)
+        for key, value in needs.items():
+            if isinstance(value, bool):
+                merged[key] = bool(merged.get(key, False)) or value
+            elif key == "subgroup_size" and merged.get(key) not in (None, 0, value) and value:
+                raise CompileError(f"vulkan-spirv: kernels of one executable need different "
+                                   f"subgroup sizes ({merged[key]} and {value})")
+            else:
+                merged[key] = max(int(merged.get(key, 0)), int(value))
+    for feature in ("float16", "float64", "int8", "int16", "int64"):
+        if merged.get(feature) and not getattr(profile, feature):
+            raise CompileError(f"vulkan-spirv: a kernel needs {feature}, which target profile "
+                               f"'{profile.name}' does not offer")
+    return ExecutableRequirements(**merged)  # type: ignore[arg-type]
+
+
+def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes:
+    """A "vulkan-spirv-fb" executable (file identifier IRVK): one shader module per kernel."""
+    names = [k.entry_point for k in kernels]
+    if len(set(names)) != len(names):
+        raise CompileError(f"vulkan-spirv: duplicate entry point names in one executable: {names}")
+    req = merged_requirements(kernels, profile)
+    modules, entry_points = [], []
+    for index, kernel in enumerate(kernels):
+        if len(kernel.code) % 4:
+            raise CompileError(f"vulkan-spirv: SPIR-V of '{kernel.entry_point}' is not whole words")
+        module = fb.ShaderModuleDefT()
+        module.code = np.frombuffer(kernel.code, dtype="<u4")
+        modules.append(module)
+        entry = fb.EntryPointDefT()
+        entry.name = kernel.entry_point
+        entry.shaderModule = index
+        entry.workgroupSize = list(kernel.workgroup_size)
+        entry.bindings = []
+        for binding, read_only in kernel.bindings:
+            b = fb.BindingDefT()
+            b.binding, b.readOnly = binding, read_only
+            entry.bindings.append(b)
+        entry.pushConstantCount = kernel.push_constant_count
+        entry_points.append(entry)
+
+    requirements = fb.RequirementsDefT()
+    requirements.subgroupSize = req.subgroup_size
+    requirements.float16, requirements.float64 = req.float16, req.float64
+    requirements.int8, requirements.int16, requirements.int64 = req.int8, req.int16, req.int64
+    requirements.maxWorkgroupInvocations = req.max_workgroup_invocations
+    requirements.sharedMemoryBytes = req.shared_memory_bytes
+    requirements.pushConstantBytes = req.push_constant_bytes
+    major, minor = profile.spirv_version
+    requirements.spirvVersion = (major << 16) | (minor << 8)
+    vk_major, vk_minor = profile.vulkan_version
+    requirements.vulkanVersion = (vk_major << 22) | (vk_minor << 12)
+
+    executable = fb.ExecutableDefT()
+    executable.targetProfile = profile.name
+    executable.shaderModules = modules
+    executable.entryPoints = entry_points
+    executable.requirements = requirements
+    builder = flatbuffers.Builder(sum(len(k.code) for k in kernels) + 1024)
+    builder.Finish(executable.Pack(builder), file_identifier=VULKAN_EXECUTABLE_IDENTIFIER)
+    return bytes(builder.Output())

@@ -1,0 +1,483 @@
+"""MLIR scalar ops (arith, math, linalg.index) as SPIR-V instructions.
+
+One table, `OPS`, maps each op name to its accepted signatures and an emitter function. Where
+SPIR-V or GLSL.std.450 leaves a case undefined that MLIR programs (and the CPU reference driver)
+give a value, the emitter guards it explicitly with selects, so the shader never executes an
+undefined operation: integer division by zero gives 0, INT_MIN / -1 gives INT_MIN, shifts by
+32 or more give 0 (or the sign fill), float-to-int conversions saturate (NaN -> 0), NaN
+handling of min/max and comparisons does not rely on the driver honouring NaNs, and pow, tanh,
+log and exp are defined over their whole domain, correcting what SwiftShader and lavapipe get
+wrong (measured; see docs/codegen_spirv.md, which lists the rules).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from spirv.tables import GLSLstd450, Op as SpvOp
+
+from irtk.compiler.kernel import Op
+from irtk.errors import CompileError
+
+from .emitter import Emitter
+
+INT_MIN = -(1 << 31)
+INT_MAX = (1 << 31) - 1
+_TWO_POW_31 = 2147483648.0
+_TWO_POW_32 = 4294967296.0
+# tanh(x) rounds to +-1 in f32 for |x| > 9.01; clamping keeps exp-based driver code finite.
+_TANH_CLAMP = 10.0
+
+
+@dataclass
+class OpCall:
+    """One op to emit: the op, its operand ids and their kernel types, and the loop indices."""
+
+    op: Op
+    args: list[int]
+    types: list[str]
+    loop_index: Callable[[int], int]  # loop dimension -> i32 id
+
+    @property
+    def result_type(self) -> str:
+        return self.op.result_type
+
+
+Emit = Callable[[Emitter, OpCall], int]
+Signature = tuple[tuple[str, ...], str]
+
+OPS: dict[str, tuple[tuple[Signature, ...], Emit]] = {}
+
+
+def _sig(text: str) -> Signature:
+    """"f32,f32->i1" -> (("f32", "f32"), "i1")."""
+    ins, out = text.split("->")
+    return tuple(t for t in ins.split(",") if t), out
+
+
+def _op(*names: str, sigs: tuple[str, ...]) -> Callable[[Emit], Emit]:
+    def register(fn: Emit) -> Emit:
+        for name in names:
+            OPS[name] = (tuple(_sig(s) for s in sigs), fn)
+        return fn
+    return register
+
+
+def emit_op(e: Emitter, call: OpCall) -> int:
+    """Emit `call.op`; raises CompileError for unknown ops and unsupported signatures."""
+    entry = OPS.get(call.op.name)
+    if entry is None:
+        raise CompileError(f"vulkan-spirv: op '{call.op.name}' is not supported in a kernel body")
+    sigs, fn = entry
+    got = (tuple(call.types), call.result_type)
+    if got not in sigs:
+        want = " or ".join(f"({', '.join(i)}) -> {o}" for i, o in sigs)
+        raise CompileError(f"vulkan-spirv: '{call.op.name}' on ({', '.join(got[0])}) -> {got[1]} "
+                           f"is not supported; expected {want}")
+    return fn(e, call)
+
+
+_FF_F = ("f32,f32->f32",)
+_F_F = ("f32->f32",)
+_II_I = ("i32,i32->i32",)
+_II_I_BOOL = ("i32,i32->i32", "i1,i1->i1")
+
+
+# --- constants and indices ---------------------------------------------------------------------
+
+@_op("arith.constant", sigs=("->f32", "->i32", "->i1"))
+def _constant(e: Emitter, c: OpCall) -> int:
+    if c.result_type == "f32":
+        return e.f32c(c.op.float_value)
+    return e.const(c.result_type, c.op.int_value)
+
+
+@_op("linalg.index", sigs=("->i32",))
+def _index(e: Emitter, c: OpCall) -> int:
+    return c.loop_index(c.op.int_value)
+
+
+def _copysign_bits(e: Emitter, magnitude: int, sign: int) -> int:
+    """|magnitude| with the sign bit of `sign` (also for zeros and NaNs)."""
+    m = e.op(SpvOp.BitwiseAnd, e.u32, e.f32_bits(magnitude), e.u32c(0x7FFFFFFF))
+    s = e.op(SpvOp.BitwiseAnd, e.u32, e.f32_bits(sign), e.u32c(0x80000000))
+    return e.op(SpvOp.Bitcast, e.f32, e.op(SpvOp.BitwiseOr, e.u32, m, s))
+
+
+# --- float arithmetic --------------------------------------------------------------------------
+
+def _float_binary(name: str, opcode: SpvOp) -> None:
+    _op(name, sigs=_FF_F)(lambda e, c: e.op(opcode, e.f32, *c.args))
+
+
+for _name, _opcode in (("arith.addf", SpvOp.FAdd), ("arith.subf", SpvOp.FSub),
+                       ("arith.mulf", SpvOp.FMul), ("arith.divf", SpvOp.FDiv)):
+    _float_binary(_name, _opcode)
+
+
+@_op("arith.remf", sigs=_FF_F)
+def _remf(e: Emitter, c: OpCall) -> int:
+    """C fmod. Drivers compute x - y * trunc(x / y): when x / y rounds up to an integer the
+    remainder comes out with the wrong sign or a full |y| too large, and lavapipe gives NaN for
+    an infinite y; each is corrected here."""
+    x, y = c.args
+    f32 = e.f32
+    r = e.op(SpvOp.FRem, f32, x, y)
+    step = _copysign_bits(e, e.glsl(f32, GLSLstd450.FAbs, y), x)   # |y| with the sign of x
+    nonzero = e.op(SpvOp.FOrdNotEqual, e.bool, r, e.f32c(0.0))
+    wrong_sign = e.and_(nonzero, e.op(SpvOp.LogicalNotEqual, e.bool, e.sign_bit(r),
+                                      e.sign_bit(x)))
+    r = e.select(f32, wrong_sign, e.op(SpvOp.FAdd, f32, r, step), r)
+    too_big = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, e.glsl(f32, GLSLstd450.FAbs, r),
+                   e.glsl(f32, GLSLstd450.FAbs, y))
+    r = e.select(f32, too_big, e.op(SpvOp.FSub, f32, r, step), r)
+    return e.select(f32, e.and_(e.is_inf(y), e.is_finite(x)), x, r)
+
+
+@_op("arith.negf", sigs=_F_F)
+def _negf(e: Emitter, c: OpCall) -> int:
+    return e.op(SpvOp.FNegate, e.f32, c.args[0])
+
+
+def _fminmax(e: Emitter, a: int, b: int, is_max: bool, propagate_nan: bool) -> int:
+    """IEEE minimum/maximum (NaN wins) or minNum/maxNum (the number wins); -0 < +0 in both."""
+    a_nan, b_nan = e.is_nan(a), e.is_nan(b)
+    ordered = e.not_(e.or_(a_nan, b_nan))
+    greater = e.and_(ordered, e.op(SpvOp.FOrdGreaterThan, e.bool, a, b))
+    less = e.and_(ordered, e.op(SpvOp.FOrdLessThan, e.bool, a, b))
+    # Equal operands: AND of the bits picks +0 over -0 for max, OR picks -0 for min.
+    combine = SpvOp.BitwiseAnd if is_max else SpvOp.BitwiseOr
+    tie = e.op(SpvOp.Bitcast, e.f32, e.op(combine, e.u32, e.f32_bits(a), e.f32_bits(b)))
+    if propagate_nan:  # a + b is a quiet NaN when either operand is NaN
+        tie = e.select(e.f32, ordered, tie, e.op(SpvOp.FAdd, e.f32, a, b))
+    else:
+        tie = e.select(e.f32, a_nan, b, e.select(e.f32, b_nan, a, tie))
+    a_wins, b_wins = (greater, less) if is_max else (less, greater)
+    return e.select(e.f32, a_wins, a, e.select(e.f32, b_wins, b, tie))
+
+
+for _name, _is_max, _nan in (("arith.maximumf", True, True), ("arith.minimumf", False, True),
+                             ("arith.maxnumf", True, False), ("arith.minnumf", False, False)):
+    _op(_name, sigs=_FF_F)(lambda e, c, m=_is_max, n=_nan: _fminmax(e, *c.args, m, n))
+
+
+# --- integer arithmetic ------------------------------------------------------------------------
+
+def _int_binary(name: str, opcode: SpvOp, bool_opcode: SpvOp) -> None:
+    def emit(e: Emitter, c: OpCall) -> int:
+        if c.result_type == "i1":
+            return e.op(bool_opcode, e.bool, *c.args)
+        return e.op(opcode, e.i32, *c.args)
+    _op(name, sigs=_II_I_BOOL)(emit)
+
+
+# On i1 (arithmetic modulo 2): add and sub are xor, mul is and.
+for _name, _opcode, _bool_opcode in (
+        ("arith.addi", SpvOp.IAdd, SpvOp.LogicalNotEqual),
+        ("arith.subi", SpvOp.ISub, SpvOp.LogicalNotEqual),
+        ("arith.muli", SpvOp.IMul, SpvOp.LogicalAnd),
+        ("arith.andi", SpvOp.BitwiseAnd, SpvOp.LogicalAnd),
+        ("arith.ori", SpvOp.BitwiseOr, SpvOp.LogicalOr),
+        ("arith.xori", SpvOp.BitwiseXor, SpvOp.LogicalNotEqual)):
+    _int_binary(_name, _opcode, _bool_opcode)
+
+
+def _division(e: Emitter, c: OpCall, signed: bool, remainder: bool) -> int:
+    """x / 0 -> 0 and x % 0 -> 0; INT_MIN / -1 -> INT_MIN and INT_MIN % -1 -> 0 (no overflow)."""
+    a, b = c.args
+    by_zero = e.op(SpvOp.IEqual, e.bool, b, e.i32c(0))
+    unsafe = by_zero
+    if signed:
+        overflow = e.and_(e.op(SpvOp.IEqual, e.bool, a, e.i32c(INT_MIN)),
+                          e.op(SpvOp.IEqual, e.bool, b, e.i32c(-1)))
+        unsafe = e.or_(by_zero, overflow)
+    divisor = e.select(e.i32, unsafe, e.i32c(1), b)
+    if signed:
+        result = e.op(SpvOp.SRem if remainder else SpvOp.SDiv, e.i32, a, divisor)
+    else:
+        ua, ub = e.op(SpvOp.Bitcast, e.u32, a), e.op(SpvOp.Bitcast, e.u32, divisor)
+        result = e.op(SpvOp.Bitcast, e.i32,
+                      e.op(SpvOp.UMod if remainder else SpvOp.UDiv, e.u32, ua, ub))
+    return e.select(e.i32, by_zero, e.i32c(0), result)
+
+
+for _name, _signed, _rem in (("arith.divsi", True, False), ("arith.divui", False, False),
+                             ("arith.remsi", True, True), ("arith.remui", False, True)):
+    _op(_name, sigs=_II_I)(lambda e, c, s=_signed, r=_rem: _division(e, c, s, r))
+
+
+_INT_COMPARE = {
+    "eq": SpvOp.IEqual, "ne": SpvOp.INotEqual,
+    "slt": SpvOp.SLessThan, "sle": SpvOp.SLessThanEqual,
+    "sgt": SpvOp.SGreaterThan, "sge": SpvOp.SGreaterThanEqual,
+    "ult": SpvOp.ULessThan, "ule": SpvOp.ULessThanEqual,
+    "ugt": SpvOp.UGreaterThan, "uge": SpvOp.UGreaterThanEqual,
+}
+
+
+def _as_i32(e: Emitter, value: int, kind: str, signed: bool) -> int:
+    """An i1 widened the way a signed (true = -1) or unsigned (true = 1) compare reads it."""
+    if kind == "i1":
+        return e.select(e.i32, value, e.i32c(-1 if signed else 1), e.i32c(0))
+    return value
+
+
+def _int_compare(e: Emitter, predicate: str, a: int, b: int, kind: str) -> int:
+    if predicate not in _INT_COMPARE:
+        raise CompileError(f"vulkan-spirv: arith.cmpi predicate '{predicate}' is unknown; "
+                           f"expected one of {', '.join(_INT_COMPARE)}")
+    signed = predicate.startswith("s")
+    return e.op(_INT_COMPARE[predicate], e.bool,
+                _as_i32(e, a, kind, signed), _as_i32(e, b, kind, signed))
+
+
+@_op("arith.cmpi", sigs=("i32,i32->i1", "i1,i1->i1"))
+def _cmpi(e: Emitter, c: OpCall) -> int:
+    return _int_compare(e, c.op.predicate, *c.args, c.types[0])
+
+
+for _name, _pred in (("arith.maxsi", "sgt"), ("arith.minsi", "slt"),
+                     ("arith.maxui", "ugt"), ("arith.minui", "ult")):
+    def _minmax(e: Emitter, c: OpCall, pred: str = _pred) -> int:
+        a, b = c.args
+        return e.select(e.scalar_type(c.result_type),
+                        _int_compare(e, pred, a, b, c.types[0]), a, b)
+    _op(_name, sigs=_II_I_BOOL)(_minmax)
+
+
+def _shift(e: Emitter, c: OpCall, opcode: SpvOp) -> int:
+    """Amounts are unsigned; >= the bit width gives 0 (shli, shrui) or the sign fill (shrsi)."""
+    a, b = c.args
+    if c.result_type == "i1":  # every nonzero amount is >= the width 1
+        return a if opcode == SpvOp.ShiftRightArithmetic else e.and_(a, e.not_(b))
+    too_far = e.op(SpvOp.UGreaterThanEqual, e.bool, e.op(SpvOp.Bitcast, e.u32, b), e.u32c(32))
+    amount = e.op(SpvOp.BitwiseAnd, e.i32, b, e.i32c(31))
+    if opcode == SpvOp.ShiftRightArithmetic:
+        return e.op(opcode, e.i32, a, e.select(e.i32, too_far, e.i32c(31), amount))
+    return e.select(e.i32, too_far, e.i32c(0), e.op(opcode, e.i32, a, amount))
+
+
+for _name, _opcode in (("arith.shli", SpvOp.ShiftLeftLogical),
+                       ("arith.shrui", SpvOp.ShiftRightLogical),
+                       ("arith.shrsi", SpvOp.ShiftRightArithmetic)):
+    _op(_name, sigs=_II_I_BOOL)(lambda e, c, o=_opcode: _shift(e, c, o))
+
+
+# --- float comparisons -------------------------------------------------------------------------
+
+# Each predicate as (ordered comparison, unordered?): "u" predicates are true on NaN operands.
+_FLOAT_COMPARE = {
+    "oeq": (SpvOp.FOrdEqual, False), "ogt": (SpvOp.FOrdGreaterThan, False),
+    "oge": (SpvOp.FOrdGreaterThanEqual, False), "olt": (SpvOp.FOrdLessThan, False),
+    "ole": (SpvOp.FOrdLessThanEqual, False), "one": (SpvOp.FOrdNotEqual, False),
+    "ueq": (SpvOp.FOrdEqual, True), "ugt": (SpvOp.FOrdGreaterThan, True),
+    "uge": (SpvOp.FOrdGreaterThanEqual, True), "ult": (SpvOp.FOrdLessThan, True),
+    "ule": (SpvOp.FOrdLessThanEqual, True), "une": (SpvOp.FOrdNotEqual, True),
+}
+
+
+@_op("arith.cmpf", sigs=("f32,f32->i1",))
+def _cmpf(e: Emitter, c: OpCall) -> int:
+    """The ordered comparison, with NaN operands decided from their bits (see emitter.py)."""
+    a, b = c.args
+    pred = c.op.predicate
+    if pred in ("true", "false"):
+        return e.boolc(pred == "true")
+    if pred in ("ord", "uno"):
+        ordered = e.ordered(a, b)
+        return ordered if pred == "ord" else e.not_(ordered)
+    if pred not in _FLOAT_COMPARE:
+        raise CompileError(f"vulkan-spirv: arith.cmpf predicate '{pred}' is unknown; expected one "
+                           f"of {', '.join([*_FLOAT_COMPARE, 'ord', 'uno', 'true', 'false'])}")
+    opcode, unordered = _FLOAT_COMPARE[pred]
+    compare = e.op(opcode, e.bool, a, b)
+    ordered = e.ordered(a, b)
+    if unordered:
+        return e.or_(e.not_(ordered), compare)
+    return e.and_(ordered, compare)
+
+
+@_op("arith.select", sigs=("i1,f32,f32->f32", "i1,i32,i32->i32", "i1,i1,i1->i1"))
+def _select(e: Emitter, c: OpCall) -> int:
+    return e.select(e.scalar_type(c.result_type), *c.args)
+
+
+# --- conversions -------------------------------------------------------------------------------
+
+@_op("arith.sitofp", sigs=("i32->f32", "i1->f32"))
+def _sitofp(e: Emitter, c: OpCall) -> int:
+    if c.types[0] == "i1":
+        return e.select(e.f32, c.args[0], e.f32c(-1.0), e.f32c(0.0))
+    return e.op(SpvOp.ConvertSToF, e.f32, c.args[0])
+
+
+@_op("arith.uitofp", sigs=("i32->f32", "i1->f32"))
+def _uitofp(e: Emitter, c: OpCall) -> int:
+    if c.types[0] == "i1":
+        return e.select(e.f32, c.args[0], e.f32c(1.0), e.f32c(0.0))
+    return e.op(SpvOp.ConvertUToF, e.f32, e.op(SpvOp.Bitcast, e.u32, c.args[0]))
+
+
+@_op("arith.fptosi", sigs=("f32->i32",))
+def _fptosi(e: Emitter, c: OpCall) -> int:
+    """Saturating: values beyond the i32 range clamp to INT_MIN / INT_MAX, NaN gives 0."""
+    x = c.args[0]
+    too_big = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, e.f32c(_TWO_POW_31))
+    too_small = e.op(SpvOp.FOrdLessThan, e.bool, x, e.f32c(-_TWO_POW_31))
+    nan = e.is_nan(x)
+    too_big, too_small = e.and_(too_big, e.not_(nan)), e.and_(too_small, e.not_(nan))
+    in_range = e.not_(e.or_(too_big, too_small, nan))
+    converted = e.op(SpvOp.ConvertFToS, e.i32, e.select(e.f32, in_range, x, e.f32c(0.0)))
+    return e.select(e.i32, too_big, e.i32c(INT_MAX),
+                    e.select(e.i32, too_small, e.i32c(INT_MIN), converted))
+
+
+@_op("arith.fptoui", sigs=("f32->i32",))
+def _fptoui(e: Emitter, c: OpCall) -> int:
+    """Saturating to [0, 2**32 - 1]; NaN gives 0."""
+    x = c.args[0]
+    nan = e.is_nan(x)
+    too_big = e.and_(e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, e.f32c(_TWO_POW_32)),
+                     e.not_(nan))
+    # Negative values (which truncate to 0 or are out of range) and NaN give 0.
+    in_range = e.and_(e.op(SpvOp.FOrdGreaterThan, e.bool, x, e.f32c(0.0)), e.not_(too_big),
+                      e.not_(nan))
+    converted = e.op(SpvOp.ConvertFToU, e.u32, e.select(e.f32, in_range, x, e.f32c(0.0)))
+    saturated = e.select(e.u32, too_big, e.u32c(0xFFFFFFFF), converted)
+    return e.op(SpvOp.Bitcast, e.i32, saturated)
+
+
+@_op("arith.extui", sigs=("i1->i32",))
+def _extui(e: Emitter, c: OpCall) -> int:
+    return _as_i32(e, c.args[0], "i1", signed=False)
+
+
+@_op("arith.extsi", sigs=("i1->i32",))
+def _extsi(e: Emitter, c: OpCall) -> int:
+    return _as_i32(e, c.args[0], "i1", signed=True)
+
+
+@_op("arith.trunci", sigs=("i32->i1",))
+def _trunci(e: Emitter, c: OpCall) -> int:
+    low_bit = e.op(SpvOp.BitwiseAnd, e.i32, c.args[0], e.i32c(1))
+    return e.op(SpvOp.INotEqual, e.bool, low_bit, e.i32c(0))
+
+
+@_op("arith.bitcast", sigs=("f32->i32", "i32->f32", "f32->f32", "i32->i32", "i1->i1"))
+def _bitcast(e: Emitter, c: OpCall) -> int:
+    if c.types[0] == c.result_type:
+        return c.args[0]
+    return e.op(SpvOp.Bitcast, e.scalar_type(c.result_type), c.args[0])
+
+
+@_op("arith.index_cast", "arith.index_castui", sigs=("i32->i32",))
+def _index_cast(e: Emitter, c: OpCall) -> int:
+    return c.args[0]  # index is 32-bit in kernels
+
+
+# --- math --------------------------------------------------------------------------------------
+
+def _glsl_unary(name: str, inst: GLSLstd450) -> None:
+    _op(name, sigs=_F_F)(lambda e, c: e.glsl(e.f32, inst, c.args[0]))
+
+
+for _name, _inst in (("math.sqrt", GLSLstd450.Sqrt), ("math.rsqrt", GLSLstd450.InverseSqrt),
+                     ("math.absf", GLSLstd450.FAbs), ("math.floor", GLSLstd450.Floor),
+                     ("math.ceil", GLSLstd450.Ceil), ("math.trunc", GLSLstd450.Trunc),
+                     ("math.roundeven", GLSLstd450.RoundEven)):
+    _glsl_unary(_name, _inst)
+
+
+def _keep_nan(e: Emitter, x: int, result: int) -> int:
+    """NaN in, NaN out: SwiftShader's Exp/Exp2 turn NaN into inf."""
+    return e.select(e.f32, e.is_nan(x), x, result)
+
+
+for _name, _inst in (("math.exp", GLSLstd450.Exp), ("math.exp2", GLSLstd450.Exp2)):
+    _op(_name, sigs=_F_F)(lambda e, c, i=_inst: _keep_nan(e, c.args[0],
+                                                          e.glsl(e.f32, i, c.args[0])))
+
+
+def _log(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
+    """log of zero is -inf, of a negative number or NaN NaN, of +inf +inf (SwiftShader's Log
+    returns finite values for all of these)."""
+    x = c.args[0]
+    magnitude = e.op(SpvOp.BitwiseAnd, e.u32, e.f32_bits(x), e.u32c(0x7FFFFFFF))
+    zero = e.op(SpvOp.IEqual, e.bool, magnitude, e.u32c(0))
+    invalid = e.or_(e.is_nan(x), e.and_(e.sign_bit(x), e.not_(zero)))
+    result = e.glsl(e.f32, inst, x)
+    result = e.select(e.f32, e.is_inf(x), x, result)
+    result = e.select(e.f32, zero, e.f32c(float("-inf")), result)
+    return e.select(e.f32, invalid, e.f32c(float("nan")), result)
+
+
+for _name, _inst in (("math.log", GLSLstd450.Log), ("math.log2", GLSLstd450.Log2)):
+    _op(_name, sigs=_F_F)(lambda e, c, i=_inst: _log(e, c, i))
+
+
+@_op("math.tanh", sigs=_F_F)
+def _tanh(e: Emitter, c: OpCall) -> int:
+    """Clamped first (drivers compute tanh from exp, which overflows); NaN stays NaN."""
+    x = c.args[0]
+    clamped = e.glsl(e.f32, GLSLstd450.FClamp, x, e.f32c(-_TANH_CLAMP), e.f32c(_TANH_CLAMP))
+    return e.select(e.f32, e.is_nan(x), x, e.glsl(e.f32, GLSLstd450.Tanh, clamped))
+
+
+@_op("math.absi", sigs=("i32->i32",))
+def _absi(e: Emitter, c: OpCall) -> int:
+    """abs(INT_MIN) wraps to INT_MIN (two's complement), as numpy and the CPU driver do."""
+    x = c.args[0]
+    negative = e.op(SpvOp.SLessThan, e.bool, x, e.i32c(0))
+    return e.select(e.i32, negative, e.op(SpvOp.SNegate, e.i32, x), x)
+
+
+@_op("math.fma", sigs=("f32,f32,f32->f32",))
+def _fma(e: Emitter, c: OpCall) -> int:
+    return e.glsl(e.f32, GLSLstd450.Fma, *c.args)
+
+
+@_op("math.copysign", sigs=_FF_F)
+def _copysign(e: Emitter, c: OpCall) -> int:
+    return _copysign_bits(e, *c.args)
+
+
+@_op("math.powf", sigs=_FF_F)
+def _powf(e: Emitter, c: OpCall) -> int:
+    """C99 pow over the whole domain; GLSL Pow is only defined for x > 0 (or x = 0 < y).
+
+    |x| ** y comes from GLSL Pow; the sign is negative for a negative base and an odd integer
+    exponent; a finite negative base with a non-integer exponent is NaN; zero bases give 0 or
+    inf by the sign of y; pow(x, 0) = 1 and pow(1, y) = 1 even for NaN, pow(-1, +-inf) = 1.
+    """
+    x, y = c.args
+    f32 = e.f32
+    # Every float compare is guarded: drivers may fold NaN == c to true (x86 ucomiss without PF).
+    x_ok, y_ok = e.not_(e.is_nan(x)), e.not_(e.is_nan(y))
+
+    def equals(a: int, a_ok: int, value: float) -> int:
+        return e.and_(a_ok, e.op(SpvOp.FOrdEqual, e.bool, a, e.f32c(value)))
+
+    ax = e.glsl(f32, GLSLstd450.FAbs, x)
+    ax_zero = equals(ax, x_ok, 0.0)
+    safe_ax = e.select(f32, ax_zero, e.f32c(1.0), ax)
+    magnitude = e.glsl(f32, GLSLstd450.Pow, safe_ax, y)
+    y_pos = e.op(SpvOp.FOrdGreaterThan, e.bool, y, e.f32c(0.0))
+    zero_base = e.select(f32, y_pos, e.f32c(0.0), e.f32c(float("inf")))
+    magnitude = e.select(f32, ax_zero, zero_base, magnitude)
+
+    floor_y = e.glsl(f32, GLSLstd450.Floor, y)
+    integral = e.and_(y_ok, e.op(SpvOp.FOrdEqual, e.bool, floor_y, y))
+    half = e.op(SpvOp.FMul, f32, y, e.f32c(0.5))
+    half_fraction = e.op(SpvOp.FSub, f32, half, e.glsl(f32, GLSLstd450.Floor, half))
+    odd = e.and_(e.is_finite(y), e.op(SpvOp.FOrdEqual, e.bool, half_fraction, e.f32c(0.5)))
+    negative = e.sign_bit(x)
+    result = e.select(f32, e.and_(negative, odd), e.op(SpvOp.FNegate, f32, magnitude), magnitude)
+
+    finite_negative = e.and_(negative, e.is_finite(x), e.not_(ax_zero))
+    result = e.select(f32, e.and_(finite_negative, e.not_(integral)), e.f32c(float("nan")),
+                      result)
+    # NaN operands give NaN (GLSL Pow need not propagate it), except the cases below.
+    result = e.select(f32, e.and_(x_ok, y_ok), result, e.f32c(float("nan")))
+    unit_base_inf = e.and_(equals(ax, x_ok, 1.0), e.is_inf(y))
+    is_one = e.or_(equals(y, y_ok, 0.0), equals(x, x_ok, 1.0), unit_base_inf)
+    return e.select(f32, is_one, e.f32c(1.0), result)
