@@ -83,6 +83,9 @@ def _context() -> Context:
         ctx = Context()
         for name, factory in get_all_dialects().items():
             ctx.register_dialect(name, factory)
+        from irtk.compiler.frontend.dialects import OPS
+        for op in OPS:
+            ctx.load_op(op)
         _CONTEXT = ctx
     return _CONTEXT
 
