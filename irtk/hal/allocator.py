@@ -12,7 +12,8 @@ class Allocator(ABC):
         """A new buffer of at least `size` bytes (zero-size requests give a valid buffer)."""
 
     def allocate_with_data(self, data: bytes | memoryview, usage: BufferUsage = BufferUsage.DEFAULT) -> Buffer:
-        buf = self.allocate(len(data), usage)
-        if len(data):
+        size = memoryview(data).nbytes
+        buf = self.allocate(size, usage)
+        if size:
             buf.write(data, 0)
         return buf

@@ -1,0 +1,195 @@
+"""Device memory: large VkDeviceMemory blocks, each with one VkBuffer, carved into HAL buffers.
+
+One block serves many buffers (Vulkan limits the number of allocations and each one is slow), so
+a HAL buffer is (block, offset, size) and a descriptor binds the block's VkBuffer at an offset.
+Offsets are multiples of minStorageBufferOffsetAlignment, hence valid descriptor offsets. Memory
+is host-visible (coherent when possible) and stays mapped, so buffer read/write is a memcpy;
+a device without host-visible memory for buffers (or `host_mapped=False`) stages through a
+transfer instead. Requests of a quarter block or more get a dedicated block of their own.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError
+from irtk.hal import Allocator, BufferUsage
+from hal_vulkan.buffer import BufferResource, VulkanBuffer
+from hal_vulkan.resource import release_when_collected
+from hal_vulkan.status import call
+from hal_vulkan.suballocator import RangeAllocator
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+DEFAULT_BLOCK_SIZE = 64 << 20
+BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+_HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+_HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+_DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+
+
+class MemoryBlock:
+    """One VkDeviceMemory with a VkBuffer over all of it, mapped when host-visible."""
+
+    def __init__(self, allocator: VulkanAllocator, size: int, dedicated: bool) -> None:
+        device = allocator.device
+        self.device = device
+        self.size = size
+        self.dedicated = dedicated
+        self.mapping: memoryview | None = None
+        self.memory: Any = None
+        self.buffer = call(vk.vkCreateBuffer, device.handle, vk.VkBufferCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=size, usage=BUFFER_USAGE,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        device.tracker.created("VkBuffer")
+        try:
+            reqs = vk.vkGetBufferMemoryRequirements(device.handle, self.buffer)
+            self.type_index, self.flags = allocator.memory_type(reqs.memoryTypeBits)
+            self.memory = call(vk.vkAllocateMemory, device.handle, vk.VkMemoryAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=reqs.size,
+                memoryTypeIndex=self.type_index), None)
+            device.tracker.created("VkDeviceMemory")
+            call(vk.vkBindBufferMemory, device.handle, self.buffer, self.memory, 0)
+            if allocator.host_mapped:
+                raw = call(vk.vkMapMemory, device.handle, self.memory, 0, size, 0)
+                self.mapping = memoryview(raw).cast("B")
+        except BaseException:
+            self.destroy()
+            raise
+        self.coherent = bool(self.flags & _HOST_COHERENT)
+        self.ranges = RangeAllocator(size, allocator.alignment)
+
+    def destroy(self) -> None:
+        handle = self.device.handle
+        if self.mapping is not None:
+            try:
+                self.mapping.release()
+            except BufferError:  # a view still exported; unmapping below invalidates it anyway
+                pass
+            self.mapping = None
+            vk.vkUnmapMemory(handle, self.memory)
+        if self.buffer is not None:
+            vk.vkDestroyBuffer(handle, self.buffer, None)
+            self.device.tracker.destroyed("VkBuffer")
+            self.buffer = None
+        if self.memory is not None:
+            vk.vkFreeMemory(handle, self.memory, None)
+            self.device.tracker.destroyed("VkDeviceMemory")
+            self.memory = None
+
+    def flush(self, offset: int, length: int, invalidate: bool) -> None:
+        """Make host writes visible to the device (or device writes to the host) when the
+        memory is not coherent; ranges widen to nonCoherentAtomSize as Vulkan requires."""
+        if self.coherent or length == 0:
+            return
+        atom = int(self.device.physical.limits["nonCoherentAtomSize"])
+        start = offset // atom * atom
+        end = min(self.size, (offset + length + atom - 1) // atom * atom)
+        rng = vk.VkMappedMemoryRange(sType=vk.VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                     memory=self.memory, offset=start, size=end - start)
+        fn = vk.vkInvalidateMappedMemoryRanges if invalidate else vk.vkFlushMappedMemoryRanges
+        call(fn, self.device.handle, 1, [rng])
+
+
+class VulkanAllocator(Allocator):
+    """Suballocates HAL buffers from memory blocks; keeps one empty block around for reuse."""
+
+    def __init__(self, device: VulkanDevice, host_mapped: bool | None = None,
+                 block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        self.device = device
+        limits = device.physical.limits
+        self.alignment = max(16, int(limits["minStorageBufferOffsetAlignment"]))
+        if not _has_host_visible(device):
+            host_mapped = False
+        self.host_mapped = True if host_mapped is None else host_mapped
+        max_alloc = int(limits.get("maxMemoryAllocationSize", 1 << 62))
+        self.block_size = max(self.alignment, min(block_size, max_alloc))
+        self._blocks: list[MemoryBlock] = []
+        self._memory_type: tuple[int, int] | None = None
+
+    def memory_type(self, type_bits: int) -> tuple[int, int]:
+        """(index, property flags) of the memory type for buffers, chosen once."""
+        if self._memory_type is None:
+            types = self.device.physical.memory_types
+            if self.host_mapped:
+                wanted = [_DEVICE_LOCAL | _HOST_VISIBLE | _HOST_COHERENT,
+                          _HOST_VISIBLE | _HOST_COHERENT, _HOST_VISIBLE]
+            else:
+                wanted = [_DEVICE_LOCAL, 0]
+            for want in wanted:
+                for i, (flags, _heap) in enumerate(types):
+                    if type_bits & (1 << i) and flags & want == want:
+                        self._memory_type = (i, flags)
+                        break
+                if self._memory_type is not None:
+                    break
+            else:
+                raise DeviceError(f"device '{self.device.info.name}' has no memory type for "
+                                  f"storage buffers (memoryTypeBits 0x{type_bits:x})")
+        return self._memory_type
+
+    def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> VulkanBuffer:
+        """A new buffer of `size` bytes (zero-size buffers still own one aligned unit)."""
+        if size < 0:
+            raise ValueError(f"buffer size {size} is negative")
+        device = self.device
+        device.check()
+        with device.lock:
+            block, offset = self._place(size)
+            resource = BufferResource(self, block, offset, block.ranges.round(size))
+            device.adopt(resource)
+        buffer = VulkanBuffer(device, resource, size, usage)
+        buffer._finalizer = release_when_collected(buffer, resource, device.garbage)
+        return buffer
+
+    def _place(self, size: int) -> tuple[MemoryBlock, int]:
+        if size * 4 >= self.block_size:
+            reserved = max(self.alignment,
+                           (size + self.alignment - 1) // self.alignment * self.alignment)
+            block = MemoryBlock(self, reserved, dedicated=True)
+            self._blocks.append(block)
+            return block, block.ranges.allocate(size)  # type: ignore[return-value]
+        for block in self._blocks:
+            if not block.dedicated:
+                offset = block.ranges.allocate(size)
+                if offset is not None:
+                    return block, offset
+        block = MemoryBlock(self, self.block_size, dedicated=False)
+        self._blocks.append(block)
+        return block, block.ranges.allocate(size)  # type: ignore[return-value]
+
+    def free(self, resource: BufferResource) -> None:
+        """Return a buffer's range (under the device lock); empty blocks beyond one spare go."""
+        block = resource.block
+        if block.buffer is None:  # the whole allocator was already torn down
+            return
+        block.ranges.free(resource.offset, resource.reserved)
+        if not block.ranges.is_empty:
+            return
+        spare = [b for b in self._blocks if not b.dedicated and b.ranges.is_empty]
+        if block.dedicated or len(spare) > 1:
+            self._blocks.remove(block)
+            block.destroy()
+
+    def trim(self) -> None:
+        """Free the spare empty blocks kept for reuse."""
+        for block in [b for b in self._blocks if b.ranges.is_empty]:
+            self._blocks.remove(block)
+            block.destroy()
+
+    def destroy(self) -> None:
+        """Free every block (device release); buffers still referenced become unusable."""
+        for block in self._blocks:
+            block.destroy()
+        self._blocks.clear()
+
+    @property
+    def block_count(self) -> int:
+        return len(self._blocks)
+
+
+def _has_host_visible(device: VulkanDevice) -> bool:
+    return any(flags & _HOST_VISIBLE for flags, _ in device.physical.memory_types)

@@ -1,0 +1,105 @@
+"""A HAL buffer: a range of one memory block, read and written through the block's mapping.
+
+The host side of the HAL contract is simple on purpose: the caller waits on the fence of the
+work that touches a buffer before reading it, so read/write are plain copies (plus flush or
+invalidate on non-coherent memory, or a staging transfer when the memory is not mappable).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from irtk.errors import DeviceError
+from irtk.hal import Buffer, BufferUsage
+from hal_vulkan.resource import Resource
+
+if TYPE_CHECKING:
+    from hal_vulkan.allocator import MemoryBlock, VulkanAllocator
+    from hal_vulkan.device import VulkanDevice
+
+_serials = iter(range(1, 1 << 62))
+
+
+class BufferResource(Resource):
+    """The block range a buffer owns; returned to the allocator once the GPU is done with it."""
+
+    kind = "buffer"
+
+    def __init__(self, allocator: VulkanAllocator, block: MemoryBlock, offset: int,
+                 reserved: int) -> None:
+        super().__init__()
+        self.allocator = allocator
+        self.block = block
+        self.offset = offset
+        self.reserved = reserved
+        self.serial = next(_serials)  # identity that a recycled range never shares
+
+    def destroy_handles(self) -> None:
+        self.allocator.free(self)
+
+
+class VulkanBuffer(Buffer):
+    def __init__(self, device: VulkanDevice, resource: BufferResource, size: int,
+                 usage: BufferUsage) -> None:
+        super().__init__(size, usage)
+        self.device = device
+        self.resource = resource
+        self._finalizer: Any = None
+
+    # -- what command recording needs --------------------------------------------------------
+    @property
+    def vk_buffer(self) -> Any:
+        self._check_alive()
+        return self.resource.block.buffer
+
+    def device_offset(self, offset: int = 0) -> int:
+        """Offset of byte `offset` of this buffer inside the block's VkBuffer."""
+        return self.resource.offset + offset
+
+    @property
+    def released(self) -> bool:
+        return self.resource.destroyed or self._finalizer is None or not self._finalizer.alive
+
+    # -- host access -------------------------------------------------------------------------
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        if length is None:
+            length = self.size - offset
+        self._check_range(offset, length)
+        self.device.check()
+        self._check_alive()
+        block = self.resource.block
+        start = self.resource.offset + offset
+        if block.mapping is None:
+            return self.device.transfer.download(self, offset, length)
+        block.flush(start, length, invalidate=True)
+        return bytes(block.mapping[start:start + length])
+
+    def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
+        src = memoryview(data)
+        if src.ndim != 1 or src.format != "B":
+            src = src.cast("B")
+        self._check_range(offset, src.nbytes)
+        self.device.check()
+        self._check_alive()
+        if not src.nbytes:
+            return
+        block = self.resource.block
+        start = self.resource.offset + offset
+        if block.mapping is None:
+            self.device.transfer.upload(self, offset, bytes(src))
+            return
+        block.mapping[start:start + src.nbytes] = src
+        block.flush(start, src.nbytes, invalidate=False)
+
+    def release(self) -> None:
+        """Give the range back now, or once the submissions using it have completed."""
+        if self._finalizer is not None and self._finalizer.detach() is not None:
+            self.device.retire(self.resource)
+
+    def _check_alive(self) -> None:
+        if self.released:
+            raise DeviceError("buffer was released")
+        if self.device.released:
+            raise DeviceError(f"device '{self.device.info.name}' was released")
+
+    def __repr__(self) -> str:
+        return f"VulkanBuffer(size={self.size}, offset={self.resource.offset})"

@@ -1,0 +1,89 @@
+"""Descriptor sets for devices without VK_KHR_push_descriptor.
+
+Sets are allocated per recording from an arena; the arena takes whole pools from a device-wide
+cache and, when its recording is re-recorded or destroyed, resets them (one call frees all their
+sets) and hands them back. No set is ever freed on its own, so pools never fragment.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError
+from hal_vulkan.status import call, result_name
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+SETS_PER_POOL = 64
+DESCRIPTORS_PER_POOL = 512
+
+
+class DescriptorPoolCache:
+    """Idle descriptor pools of one device, ready to be handed to an arena."""
+
+    def __init__(self, device: VulkanDevice) -> None:
+        self.device = device
+        self._idle: list[Any] = []
+        self._all: list[Any] = []
+
+    def acquire(self) -> Any:
+        if self._idle:
+            return self._idle.pop()
+        pool = call(vk.vkCreateDescriptorPool, self.device.handle, vk.VkDescriptorPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=SETS_PER_POOL,
+            pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                descriptorCount=DESCRIPTORS_PER_POOL)]), None)
+        self.device.tracker.created("VkDescriptorPool")
+        self._all.append(pool)
+        return pool
+
+    def give_back(self, pools: list[Any]) -> None:
+        for pool in pools:
+            call(vk.vkResetDescriptorPool, self.device.handle, pool, 0)
+            self._idle.append(pool)
+
+    def trim(self) -> None:
+        """Destroy the idle pools (the ones no recording holds)."""
+        for pool in self._idle:
+            vk.vkDestroyDescriptorPool(self.device.handle, pool, None)
+            self.device.tracker.destroyed("VkDescriptorPool")
+            self._all.remove(pool)
+        self._idle.clear()
+
+    def destroy(self) -> None:
+        for pool in self._all:
+            vk.vkDestroyDescriptorPool(self.device.handle, pool, None)
+            self.device.tracker.destroyed("VkDescriptorPool")
+        self._all.clear()
+        self._idle.clear()
+
+
+class DescriptorArena:
+    """The descriptor sets of one recording; all released together by `reset`."""
+
+    def __init__(self, cache: DescriptorPoolCache) -> None:
+        self.cache = cache
+        self._pools: list[Any] = []
+
+    def allocate(self, layout: Any) -> Any:
+        device = self.cache.device
+        for attempt in range(2):
+            if not self._pools or attempt:
+                self._pools.append(self.cache.acquire())
+            info = vk.VkDescriptorSetAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                descriptorPool=self._pools[-1], pSetLayouts=[layout])
+            try:
+                return vk.vkAllocateDescriptorSets(device.handle, info)[0]
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool) as e:
+                if attempt:
+                    raise DeviceError(f"vkAllocateDescriptorSets failed: {result_name(e)}") \
+                        from None
+        raise AssertionError("unreachable")
+
+    def reset(self) -> None:
+        pools, self._pools = self._pools, []
+        if pools:
+            self.cache.give_back(pools)

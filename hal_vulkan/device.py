@@ -1,0 +1,277 @@
+"""A Vulkan logical device: one compute queue, the features irtk uses, and everything it owns.
+
+The device is the hub the other files hang off: it holds the lock that serialises the
+externally-synchronised Vulkan objects (queue, command pool, descriptor pools, allocator), the
+registry of live resources, the garbage queue that finalizers feed, and the validation log.
+Every HAL entry point calls `check()`, which raises pending validation messages and destroys
+resources whose last submission has completed.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError, Error, RuntimeFailure
+from irtk.hal import Buffer, CommandBuffer, Device, Fence
+from hal_vulkan.allocator import VulkanAllocator
+from hal_vulkan.command_buffer import VulkanCommandBuffer
+from hal_vulkan.descriptor_pool import DescriptorPoolCache
+from hal_vulkan.executable import VulkanExecutable
+from hal_vulkan.physical_device import (EXECUTABLE_FORMAT, FEATURE_STRUCTS,
+                                        PUSH_DESCRIPTOR_EXTENSION, WANTED_FEATURES)
+from hal_vulkan.pipeline_cache import PipelineCache
+from hal_vulkan.queue import Queue
+from hal_vulkan.semaphore import VulkanSemaphore
+from hal_vulkan.status import call, device_function, make_version
+from hal_vulkan.tracker import ObjectTracker
+from hal_vulkan.transfer import HostTransfer
+
+if TYPE_CHECKING:
+    from hal_vulkan.instance import VulkanInstance
+    from hal_vulkan.physical_device import PhysicalDevice
+    from hal_vulkan.resource import Resource
+
+
+class VulkanDevice(Device):
+    def __init__(self, instance: VulkanInstance, physical: PhysicalDevice,
+                 host_mapped: bool | None = None) -> None:
+        self.instance = instance
+        self.physical = physical
+        self.log = instance.log
+        self.lock = threading.RLock()
+        self.tracker = ObjectTracker()
+        self.garbage: deque[Resource] = deque()  # fed by finalizers, drained by collect()
+        self.released = False
+        self._resources: dict[int, Resource] = {}
+        self._retiring: list[Resource] = []
+        self._check_usable(physical)
+        self.handle = self._create_device(physical)
+        try:
+            self.push_descriptor_set: Any = None
+            if physical.push_descriptors:
+                self.push_descriptor_set = device_function(self.handle,
+                                                           "vkCmdPushDescriptorSetKHR")
+            self.queue = Queue(self)
+            pool_info = vk.VkCommandPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                queueFamilyIndex=physical.queue_family)
+            self.command_pool = call(vk.vkCreateCommandPool, self.handle, pool_info, None)
+            self.tracker.created("VkCommandPool")
+            self.descriptor_pools = DescriptorPoolCache(self)
+            self.pipeline_cache = PipelineCache(self)
+            self.transfer = HostTransfer(self)
+            allocator = VulkanAllocator(self, host_mapped=host_mapped)
+        except BaseException:
+            vk.vkDestroyDevice(self.handle, None)
+            raise
+        super().__init__(physical.info, allocator)
+        self.allocator: VulkanAllocator = allocator
+        self.check()
+
+    # -- creation -----------------------------------------------------------------------------
+    @staticmethod
+    def _check_usable(pd: PhysicalDevice) -> None:
+        if pd.queue_family < 0:
+            raise DeviceError(f"device '{pd.name}' has no compute queue")
+        if pd.api_version < make_version(1, 2) or not pd.has("timelineSemaphore"):
+            raise DeviceError(f"device '{pd.name}' (Vulkan {pd.info.api_version}) lacks "
+                              "timeline semaphores, which irtk requires (Vulkan 1.2)")
+
+    def _create_device(self, pd: PhysicalDevice) -> Any:
+        """Enable every wanted feature the device has; robustBufferAccess is always on."""
+        structs: dict[str, Any] = {}
+        nxt = None
+        for key, (name, stype) in FEATURE_STRUCTS.items():
+            if key == "v13" and pd.api_version < make_version(1, 3):
+                continue
+            enabled = {n: vk.VK_TRUE for n in WANTED_FEATURES[key] if pd.features[key].get(n)}
+            nxt = structs[key] = getattr(vk, name)(sType=getattr(vk, stype), pNext=nxt, **enabled)
+        core = vk.VkPhysicalDeviceFeatures(**{n: vk.VK_TRUE for n in WANTED_FEATURES["core"]
+                                              if pd.features["core"].get(n)})
+        features2 = vk.VkPhysicalDeviceFeatures2(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=nxt, features=core)
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+            queueFamilyIndex=pd.queue_family, queueCount=1, pQueuePriorities=[1.0])
+        extensions = [PUSH_DESCRIPTOR_EXTENSION] if pd.push_descriptors else []
+        info = vk.VkDeviceCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=features2,
+            pQueueCreateInfos=[queue_info], ppEnabledExtensionNames=extensions or None)
+        handle = call(vk.vkCreateDevice, pd.handle, info, None)
+        if self.log is not None:
+            self.log.raise_pending()
+        return handle
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+    def check(self) -> None:
+        """Entry point of every HAL call: raise validation messages, free finished resources."""
+        if self.released:
+            raise DeviceError(f"device '{self.info.name}' was released")
+        if self.log is not None:
+            self.log.raise_pending()
+        if self.garbage or self._retiring or self.queue.in_flight:
+            self.collect()
+
+    def adopt(self, resource: Resource) -> None:
+        with self.lock:
+            self._resources[id(resource)] = resource
+
+    def retire(self, resource: Resource) -> None:
+        """Destroy `resource` as soon as the last submission using it has completed."""
+        if self.released:
+            return
+        with self.lock:
+            if resource.last_use <= self.queue.poll():
+                self._destroy(resource)
+            else:
+                self._retiring.append(resource)
+
+    def collect(self) -> None:
+        """Destroy collected or released resources that no pending submission uses."""
+        if self.released:
+            return
+        with self.lock:
+            # Polling first drops finished submissions, whose references may be the last to
+            # the objects they used; their finalizers then feed the garbage queue below.
+            completed = self.queue.poll()
+            while self.garbage:
+                self._retiring.append(self.garbage.popleft())
+            if not self._retiring:
+                return
+            still = []
+            for resource in self._retiring:
+                if resource.last_use <= completed:
+                    self._destroy(resource)
+                else:
+                    still.append(resource)
+            self._retiring = still
+
+    def _destroy(self, resource: Resource) -> None:
+        if resource.destroyed:
+            return
+        resource.destroyed = True
+        self._resources.pop(id(resource), None)
+        resource.destroy_handles()
+
+    def trim(self) -> None:
+        """Destroy finished resources and free the memory and pools kept for reuse."""
+        self.check()
+        with self.lock:
+            self.collect()
+            self.allocator.trim()
+            self.transfer.trim()
+            self.descriptor_pools.trim()
+
+    def live_objects(self, timeout: float | None = 10.0) -> dict[str, int]:
+        """Live Vulkan handles by kind once the queue is idle and trimmed (for leak tests)."""
+        self.wait_idle(timeout)
+        self.trim()
+        return self.tracker.live()
+
+    # -- HAL ------------------------------------------------------------------------------------
+    def create_executable(self, executable_format: str, data: bytes) -> VulkanExecutable:
+        self.check()
+        if executable_format != EXECUTABLE_FORMAT:
+            raise DeviceError(f"device '{self.info.name}' cannot load executable format "
+                              f"'{executable_format}' (supported: {EXECUTABLE_FORMAT})")
+        return VulkanExecutable(self, data)
+
+    def create_command_buffer(self, binding_capacity: int = 0, *,
+                              timestamps: bool = False) -> VulkanCommandBuffer:
+        """`timestamps=True` times each dispatch (see VulkanCommandBuffer.dispatch_times)."""
+        self.check()
+        return VulkanCommandBuffer(self, binding_capacity, timestamps)
+
+    def create_semaphore(self, initial_value: int = 0) -> VulkanSemaphore:
+        self.check()
+        with self.lock:
+            return VulkanSemaphore(self, initial_value)
+
+    def queue_execute(self, wait: Fence, signal: Fence, command_buffers: list[CommandBuffer],
+                      binding_tables: list[list[tuple[Buffer, int, int]]] | None = None) -> None:
+        """One vkQueueSubmit: wait on `wait`'s points, run the command buffers in order, signal
+        `signal`'s points. A failed wait (or signal) semaphore fails `signal` instead."""
+        self.check()
+        waits = self._points(wait, "wait")
+        signals = self._points(signal, "signal")
+        failed = next((s.error for s, _ in waits + signals if s.error is not None), None)
+        if failed is not None:
+            for s, _ in signals:
+                s.fail(failed)
+            return
+        if binding_tables is not None and len(binding_tables) != len(command_buffers):
+            raise RuntimeFailure(f"{len(command_buffers)} command buffers but "
+                                 f"{len(binding_tables)} binding tables")
+        with self.lock:
+            handles: list[Any] = []
+            used: list[Resource] = [s.resource for s, _ in waits + signals]
+            try:
+                for i, cb in enumerate(command_buffers):
+                    if not isinstance(cb, VulkanCommandBuffer) or cb.device is not self:
+                        raise RuntimeFailure(f"queue_execute: command buffer {i} is not of "
+                                             f"device '{self.info.name}'")
+                    table = binding_tables[i] if binding_tables is not None else None
+                    recording, resources = cb.prepare(table)
+                    handles.append(recording.handle)
+                    used.extend(resources)
+                self.check()
+                serial = self.queue.submit(waits, signals, handles,
+                                           [command_buffers, binding_tables])
+            except Error as e:
+                for s, _ in signals:
+                    s.fail(e)
+                raise
+            for resource in used:
+                resource.last_use = serial
+        self.check()
+
+    def _points(self, fence: Fence, what: str) -> list[tuple[VulkanSemaphore, int]]:
+        points = []
+        for semaphore, value in fence.points:
+            if not isinstance(semaphore, VulkanSemaphore) or semaphore.device is not self:
+                raise RuntimeFailure(f"{what} fence holds a semaphore that is not of device "
+                                     f"'{self.info.name}'")
+            points.append((semaphore, int(value)))
+        return points
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for every submission so far; True when the queue drained."""
+        self.check()
+        ns = (1 << 62) if timeout is None else int(max(0.0, timeout) * 1e9)
+        done = self.queue.wait_serial(self.queue.serial, ns)
+        self.collect()
+        return done
+
+    def release(self) -> None:
+        """Wait for the queue, then destroy every object the device still owns; idempotent."""
+        with self.lock:
+            if self.released:
+                return
+            try:
+                self.queue.abandon_blocked()
+                call(vk.vkDeviceWaitIdle, self.handle)
+            finally:
+                self.released = True
+                self.garbage.clear()
+                self._retiring.clear()
+                for resource in list(self._resources.values()):
+                    resource.destroyed = True
+                    resource.destroy_handles()
+                self._resources.clear()
+                self.transfer.destroy()
+                self.allocator.destroy()
+                self.descriptor_pools.destroy()
+                self.pipeline_cache.destroy()
+                vk.vkDestroyCommandPool(self.handle, self.command_pool, None)
+                self.tracker.destroyed("VkCommandPool")
+                self.queue.destroy()
+                vk.vkDestroyDevice(self.handle, None)
+        if self.log is not None:
+            self.log.raise_pending()
+
+    def __repr__(self) -> str:
+        return f"VulkanDevice({self.info.name!r})"

@@ -1,0 +1,173 @@
+"""Executables of format "vulkan-spirv-fb": shader modules turned into compute pipelines.
+
+Requirements are checked before any Vulkan object exists. Each entry point gets its own
+descriptor set layout (storage buffers at set 0, bindings as declared; a push-descriptor layout
+when the device has VK_KHR_push_descriptor) and pipeline layout (one push-constant range of
+push_constant_count words). All pipelines are created in one vkCreateComputePipelines call
+through the device's persistent pipeline cache; the shader modules are destroyed right after.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.hal import Executable
+from irtk.hal.executable import ExportInfo
+from hal_vulkan import requirements
+from hal_vulkan.executable_def import EntryPointSpec, ExecutableSpec, parse_executable
+from hal_vulkan.resource import Resource, release_when_collected
+from hal_vulkan.status import call
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+_COMPUTE = vk.VK_SHADER_STAGE_COMPUTE_BIT
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """What recording a dispatch of one export needs."""
+
+    name: str
+    pipeline: Any
+    pipeline_layout: Any
+    set_layout: Any
+    binding_numbers: tuple[int, ...]
+    push_constant_count: int
+    workgroup_size: tuple[int, int, int]
+    push_descriptors: bool
+
+
+class ExecutableResource(Resource):
+    kind = "executable"
+
+    def __init__(self, device: VulkanDevice) -> None:
+        super().__init__()
+        self.device = device
+        self.pipelines: list[Any] = []
+        self.pipeline_layouts: list[Any] = []
+        self.set_layouts: list[Any] = []
+
+    def destroy_handles(self) -> None:
+        handle, tracker = self.device.handle, self.device.tracker
+        for p in self.pipelines:
+            vk.vkDestroyPipeline(handle, p, None)
+            tracker.destroyed("VkPipeline")
+        for layout in self.pipeline_layouts:
+            vk.vkDestroyPipelineLayout(handle, layout, None)
+            tracker.destroyed("VkPipelineLayout")
+        for layout in self.set_layouts:
+            vk.vkDestroyDescriptorSetLayout(handle, layout, None)
+            tracker.destroyed("VkDescriptorSetLayout")
+        self.pipelines, self.pipeline_layouts, self.set_layouts = [], [], []
+
+
+class VulkanExecutable(Executable):
+    def __init__(self, device: VulkanDevice, data: bytes | memoryview) -> None:
+        spec = parse_executable(data)
+        requirements.check(spec, device.info)
+        self.spec = spec
+        self.device = device
+        self.requirements = requirements.hal_requirements(spec.requirements)
+        self.resource = ExecutableResource(device)
+        with device.lock:
+            try:
+                self.entry_points = _build(device, spec, self.resource)
+            except BaseException:
+                self.resource.destroy_handles()
+                raise
+            device.adopt(self.resource)
+        self._finalizer = release_when_collected(self, self.resource, device.garbage)
+        super().__init__([ExportInfo(e.name, len(e.bindings), e.push_constant_count,
+                                     e.workgroup_size) for e in spec.entry_points])
+        device.pipeline_cache.save()
+
+    def entry_point(self, ordinal: int) -> EntryPoint:
+        if not 0 <= ordinal < len(self.entry_points):
+            raise ValueError(f"export ordinal {ordinal} is out of range "
+                             f"({len(self.entry_points)} exports)")
+        return self.entry_points[ordinal]
+
+    @property
+    def released(self) -> bool:
+        return not self._finalizer.alive
+
+    def release(self) -> None:
+        """Destroy the pipelines once no submitted work uses them; idempotent."""
+        if self._finalizer.detach() is not None:
+            self.device.retire(self.resource)
+
+
+def _build(device: VulkanDevice, spec: ExecutableSpec,
+           res: ExecutableResource) -> list[EntryPoint]:
+    handle, tracker = device.handle, device.tracker
+    modules: list[Any] = []
+    try:
+        for code in spec.shader_modules:
+            info = vk.VkShaderModuleCreateInfo(sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                               codeSize=len(code), pCode=code)
+            modules.append(call(vk.vkCreateShaderModule, handle, info, None))
+            tracker.created("VkShaderModule")
+            device.check()  # the validation layer checks SPIR-V here
+        max_push = int(device.physical.limits.get("maxPushDescriptors", 0))
+        push_flags: list[bool] = []
+        for entry in spec.entry_points:
+            push = device.physical.push_descriptors and len(entry.bindings) <= max_push
+            push_flags.append(push)
+            set_layout, pipeline_layout = _layouts(device, entry, push)
+            res.set_layouts.append(set_layout)
+            res.pipeline_layouts.append(pipeline_layout)
+        subgroup = requirements.subgroup_size_to_request(spec, device.info)
+        stage_next = None
+        if subgroup:
+            stage_next = vk.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+                requiredSubgroupSize=subgroup)
+        # The stage structs own the entry point names: keep them alive through the call.
+        stages = [vk.VkPipelineShaderStageCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, pNext=stage_next,
+            stage=_COMPUTE, module=modules[entry.shader_module], pName=entry.name)
+            for entry in spec.entry_points]
+        infos = [vk.VkComputePipelineCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stages[i],
+            layout=res.pipeline_layouts[i], basePipelineIndex=-1)
+            for i in range(len(stages))]
+        pipelines = call(vk.vkCreateComputePipelines, handle, device.pipeline_cache.handle,
+                         len(infos), infos, None)
+        res.pipelines = [pipelines[i] for i in range(len(infos))]
+        tracker.created("VkPipeline", len(infos))
+        device.check()
+    finally:
+        for module in modules:
+            vk.vkDestroyShaderModule(handle, module, None)
+            tracker.destroyed("VkShaderModule")
+    return [EntryPoint(e.name, res.pipelines[i], res.pipeline_layouts[i], res.set_layouts[i],
+                       tuple(b.binding for b in e.bindings), e.push_constant_count,
+                       e.workgroup_size, push_flags[i])
+            for i, e in enumerate(spec.entry_points)]
+
+
+def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[Any, Any]:
+    handle, tracker = device.handle, device.tracker
+    bindings = [vk.VkDescriptorSetLayoutBinding(
+        binding=b.binding, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        descriptorCount=1, stageFlags=_COMPUTE) for b in entry.bindings]
+    flags = vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if push else 0
+    set_layout = call(vk.vkCreateDescriptorSetLayout, handle, vk.VkDescriptorSetLayoutCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, flags=flags,
+        pBindings=bindings or None), None)
+    tracker.created("VkDescriptorSetLayout")
+    ranges = [vk.VkPushConstantRange(stageFlags=_COMPUTE, offset=0,
+                                     size=4 * entry.push_constant_count)]
+    try:
+        pipeline_layout = call(vk.vkCreatePipelineLayout, handle, vk.VkPipelineLayoutCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, pSetLayouts=[set_layout],
+            pPushConstantRanges=ranges if entry.push_constant_count else None), None)
+    except BaseException:
+        vk.vkDestroyDescriptorSetLayout(handle, set_layout, None)
+        tracker.destroyed("VkDescriptorSetLayout")
+        raise
+    tracker.created("VkPipelineLayout")
+    return set_layout, pipeline_layout

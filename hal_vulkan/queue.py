@@ -1,0 +1,129 @@
+"""The device's one compute queue: submissions, their timeline points, and what is in flight.
+
+Every submission also signals a queue-private timeline semaphore with an increasing serial, so
+"has the GPU finished with X" is one counter read: a resource stamped with serial N is free once
+the private counter reaches N. Submissions stay listed until then, which keeps their command
+buffers, bindings and semaphores alive and lets a failure propagate to the work that waits on it.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError
+from hal_vulkan.semaphore import create_timeline
+from hal_vulkan.status import call, result_name
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.semaphore import VulkanSemaphore
+
+Points = list[tuple["VulkanSemaphore", int]]
+
+
+@dataclass
+class Submission:
+    serial: int
+    waits: Points
+    signals: Points
+    keep_alive: list[Any] = field(default_factory=list)
+
+
+class Queue:
+    def __init__(self, device: VulkanDevice) -> None:
+        self.device = device
+        self.handle = vk.vkGetDeviceQueue(device.handle, device.physical.queue_family, 0)
+        self.timeline = create_timeline(device, 0)
+        self.serial = 0  # last serial submitted
+        self.completed = 0  # last serial known complete
+        self.in_flight: deque[Submission] = deque()
+
+    def poll(self) -> int:
+        """The newest completed serial; forgets the submissions it covers."""
+        if self.completed < self.serial:
+            self.completed = call(vk.vkGetSemaphoreCounterValue, self.device.handle,
+                                  self.timeline)
+            while self.in_flight and self.in_flight[0].serial <= self.completed:
+                self.in_flight.popleft()
+        return self.completed
+
+    def submit(self, waits: Points, signals: Points, command_buffers: list[Any],
+               keep_alive: list[Any]) -> int:
+        """One vkQueueSubmit (caller holds the device lock); returns its serial."""
+        serial = self.serial + 1
+        # The private timeline goes first: drivers that signal in order then have it reached
+        # by the time a host waiter sees the caller's points, so resources free sooner.
+        signal_handles = [self.timeline] + [s.handle for s, _ in signals]
+        signal_values = [serial] + [v for _, v in signals]
+        timeline_info = vk.VkTimelineSemaphoreSubmitInfo(
+            sType=vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+            pWaitSemaphoreValues=[v for _, v in waits] or None,
+            pSignalSemaphoreValues=signal_values)
+        submit_info = vk.VkSubmitInfo(
+            sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, pNext=timeline_info,
+            pWaitSemaphores=[s.handle for s, _ in waits] or None,
+            pWaitDstStageMask=[vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits) or None,
+            pCommandBuffers=command_buffers or None,
+            pSignalSemaphores=signal_handles)
+        call(vk.vkQueueSubmit, self.handle, 1, [submit_info], vk.VK_NULL_HANDLE)
+        self.serial = serial
+        self.in_flight.append(Submission(serial, list(waits), list(signals), keep_alive))
+        return serial
+
+    def wait_serial(self, serial: int, timeout_ns: int) -> bool:
+        """Block until the private timeline reaches `serial`; False on timeout."""
+        if self.completed >= serial:
+            return True
+        info = vk.VkSemaphoreWaitInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                                      pSemaphores=[self.timeline], pValues=[serial])
+        try:
+            vk.vkWaitSemaphores(self.device.handle, info, timeout_ns)
+        except vk.VkTimeout:
+            return False
+        except (vk.VkError, vk.VkException) as e:
+            raise DeviceError(f"vkWaitSemaphores failed: {result_name(e)}") from None
+        self.poll()
+        return True
+
+    # -- failure ------------------------------------------------------------------------------
+    def on_semaphore_failed(self, semaphore: VulkanSemaphore, error: BaseException) -> None:
+        """Fail everything downstream of `semaphore` and unblock whatever waits on it."""
+        device = self.device
+        with device.lock:
+            self.poll()
+            pending = [sub for sub in self.in_flight]
+            gpu_signals = any(s is semaphore for sub in pending for s, _ in sub.signals)
+            waiting_values = [v for sub in pending for s, v in sub.waits if s is semaphore]
+            downstream = [sig for sub in pending if any(s is semaphore for s, _ in sub.waits)
+                          for sig in sub.signals]
+            if not gpu_signals:
+                current = semaphore.payload()
+                limit = int(device.physical.limits.get("maxTimelineSemaphoreValueDifference",
+                                                       (1 << 31) - 1))
+                target = max([current + 1] + waiting_values)
+                target = min(target + (1 << 32), current + limit)
+                if target > current:
+                    call(vk.vkSignalSemaphore, device.handle, vk.VkSemaphoreSignalInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+                        semaphore=semaphore.handle, value=target))
+        for downstream_semaphore, _ in downstream:
+            downstream_semaphore.fail(error)
+
+    def abandon_blocked(self) -> None:
+        """Before tearing down: fail host-signalled points that queued work still waits on,
+        so the GPU can drain instead of waiting forever."""
+        self.poll()
+        gpu_signalled = {id(s) for sub in self.in_flight for s, _ in sub.signals}
+        for sub in list(self.in_flight):
+            for s, v in sub.waits:
+                if id(s) not in gpu_signalled and s.error is None and s.payload() < v:
+                    s.fail(DeviceError(f"device '{self.device.info.name}' was released while "
+                                       "queued work waited on this semaphore"))
+
+    def destroy(self) -> None:
+        vk.vkDestroySemaphore(self.device.handle, self.timeline, None)
+        self.device.tracker.destroyed("VkSemaphore")
+        self.in_flight.clear()

@@ -1,0 +1,235 @@
+"""Turning a command list plus a binding table into a VkCommandBuffer.
+
+Each recording starts with a barrier against everything earlier in submission order (so the
+command buffers of one queue_execute run in order) and ends with a barrier that makes all
+shader and transfer writes visible to the host, so a fence wait is enough before reading.
+Recordings are marked simultaneous-use: one may be resubmitted while still in flight.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import vulkan as vk
+
+from irtk.errors import DeviceError, RuntimeFailure
+from hal_vulkan import commands as cmds
+from hal_vulkan.descriptor_pool import DescriptorArena
+from hal_vulkan.resource import Resource
+from hal_vulkan.status import call
+from hal_vulkan.timestamps import TimestampQueries
+
+if TYPE_CHECKING:
+    from hal_vulkan.buffer import VulkanBuffer
+    from hal_vulkan.device import VulkanDevice
+
+_COMPUTE_STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+_WORK_STAGES = _COMPUTE_STAGE | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_WRITES = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+_READS_WRITES = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                 | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+
+
+class Recording(Resource):
+    """One VkCommandBuffer (and its descriptor sets) for one binding table."""
+
+    kind = "recording"
+
+    def __init__(self, device: VulkanDevice, key: tuple, timed_dispatches: int = -1) -> None:
+        super().__init__()
+        self.device = device
+        self.key = key
+        self.timestamps: TimestampQueries | None = None
+        info = vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            commandPool=device.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            commandBufferCount=1)
+        self.handle = call(vk.vkAllocateCommandBuffers, device.handle, info)[0]
+        device.tracker.created("VkCommandBuffer")
+        self.arena = None if device.physical.push_descriptors else \
+            DescriptorArena(device.descriptor_pools)
+        if timed_dispatches >= 0:
+            try:
+                self.timestamps = TimestampQueries(device, timed_dispatches)
+            except BaseException:
+                self.destroy_handles()
+                raise
+
+    def reset(self, key: tuple) -> None:
+        """Reuse an idle recording for another binding table."""
+        call(vk.vkResetCommandBuffer, self.handle, 0)
+        if self.arena is not None:
+            self.arena.reset()
+        self.key = key
+
+    def destroy_handles(self) -> None:
+        if self.arena is not None:
+            self.arena.reset()
+        if self.timestamps is not None:
+            self.timestamps.destroy()
+        vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
+        self.device.tracker.destroyed("VkCommandBuffer")
+
+
+def _global_barrier(cb: Any, src_stage: int, dst_stage: int, src_access: int,
+                    dst_access: int) -> None:
+    barrier = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                 srcAccessMask=src_access, dstAccessMask=dst_access)
+    vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
+
+
+def descriptor_range(device: VulkanDevice, ref: cmds.Resolved, what: str) -> tuple[int, int]:
+    """(device offset, range) of a storage-buffer binding, checked against the limits."""
+    limits = device.physical.limits
+    align = int(limits["minStorageBufferOffsetAlignment"])
+    max_range = int(limits["maxStorageBufferRange"])
+    offset = ref.buffer.device_offset(ref.offset)
+    if offset % align:
+        raise DeviceError(f"{what}: offset {ref.offset} is not a multiple of "
+                          f"minStorageBufferOffsetAlignment ({align}) of device "
+                          f"'{device.info.name}'")
+    if ref.length > max_range:
+        raise DeviceError(f"{what}: binding of {ref.length} bytes exceeds maxStorageBufferRange "
+                          f"({max_range}) of device '{device.info.name}'")
+    if ref.length == 0:
+        # A descriptor needs a non-zero range; the shader must not touch an empty binding, so
+        # point it at the buffer's own first bytes (every buffer owns at least 16).
+        if offset + 4 > ref.buffer.resource.block.size:
+            offset = ref.buffer.device_offset(0)
+        return offset, 4
+    return offset, ref.length
+
+
+def execution_barrier(cb: Any) -> None:
+    """Compute/transfer work before, its writes visible to compute/transfer work after."""
+    _global_barrier(cb, _WORK_STAGES, _WORK_STAGES, _WRITES, _READS_WRITES)
+
+
+class Recorder:
+    """Writes one command list into one recording."""
+
+    def __init__(self, device: VulkanDevice, recording: Recording,
+                 table: cmds.BindingTable | None,
+                 staging: Callable[[cmds.Command], VulkanBuffer]) -> None:
+        self.device = device
+        self.recording = recording
+        self.cb = recording.handle
+        self.table = table
+        self.staging = staging  # the command buffer's staging buffer for a fill/update
+        self.bound_pipeline: Any = None
+        self.dispatch_count = 0
+
+    def record(self, command_list: list[cmds.Command]) -> None:
+        call(vk.vkBeginCommandBuffer, self.cb, vk.VkCommandBufferBeginInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
+        if self.recording.timestamps is not None:
+            self.recording.timestamps.reset(self.cb)
+        execution_barrier(self.cb)
+        for i, command in enumerate(command_list):
+            if isinstance(command, cmds.Dispatch):
+                self._dispatch(command, i)
+            elif isinstance(command, cmds.Barrier):
+                execution_barrier(self.cb)
+            elif isinstance(command, cmds.Fill):
+                self._fill(command, i)
+            elif isinstance(command, cmds.Copy):
+                self._copy(command, i)
+            elif isinstance(command, cmds.Update):
+                self._update(command, i)
+        _global_barrier(self.cb, _WORK_STAGES, vk.VK_PIPELINE_STAGE_HOST_BIT, _WRITES,
+                        vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_HOST_WRITE_BIT)
+        call(vk.vkEndCommandBuffer, self.cb)
+
+    def _dispatch(self, d: cmds.Dispatch, index: int) -> None:
+        ep, cb = d.entry, self.cb
+        if ep.pipeline is not self.bound_pipeline:
+            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, ep.pipeline)
+            self.bound_pipeline = ep.pipeline
+        if ep.binding_numbers:
+            infos = []
+            for number, ref in zip(ep.binding_numbers, d.bindings):
+                what = f"dispatch '{ep.name}' (command {index}) binding {number}"
+                resolved = cmds.resolve(ref, self.table, what)
+                offset, rng = descriptor_range(self.device, resolved, what)
+                infos.append(vk.VkDescriptorBufferInfo(buffer=resolved.buffer.vk_buffer,
+                                                       offset=offset, range=rng))
+            dst_set = None if ep.push_descriptors else \
+                self.recording.arena.allocate(ep.set_layout)  # type: ignore[union-attr]
+            writes = [vk.VkWriteDescriptorSet(
+                sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dst_set,
+                dstBinding=number, descriptorCount=1,
+                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=[info])
+                for number, info in zip(ep.binding_numbers, infos)]
+            if ep.push_descriptors:
+                self.device.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                                ep.pipeline_layout, 0, len(writes), writes)
+            else:
+                vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                           ep.pipeline_layout, 0, 1, [dst_set], 0, None)
+        if d.constants:
+            vk.vkCmdPushConstants(cb, ep.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                  len(d.constants), vk.ffi.from_buffer(d.constants))
+        queries = self.recording.timestamps
+        if queries is not None:
+            queries.before(cb, self.dispatch_count)
+        vk.vkCmdDispatch(cb, *d.workgroups)
+        if queries is not None:
+            queries.after(cb, self.dispatch_count)
+        self.dispatch_count += 1
+
+    def _copy_region(self, src: Any, src_offset: int, dst: Any, dst_offset: int,
+                     size: int) -> None:
+        region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
+        vk.vkCmdCopyBuffer(self.cb, src, dst, 1, [region])
+
+    def _fill(self, f: cmds.Fill, index: int) -> None:
+        target = cmds.resolve(f.target, self.table, f"fill (command {index})")
+        if target.length % len(f.pattern):
+            raise RuntimeFailure(f"fill (command {index}): length {target.length} is not a "
+                                 f"multiple of the {len(f.pattern)}-byte pattern")
+        if not target.length:
+            return
+        start, size, word, ends = cmds.fill_plan(target.buffer.device_offset(target.offset),
+                                                 target.length, f.pattern)
+        dst = target.buffer.vk_buffer
+        if size:
+            vk.vkCmdFillBuffer(self.cb, dst, start, size, word)
+        if ends:
+            staging = self.staging(f)
+            for src_offset, dst_offset, n in ends:
+                self._copy_region(staging.vk_buffer, staging.device_offset(src_offset), dst,
+                                  dst_offset, n)
+
+    def _copy(self, c: cmds.Copy, index: int) -> None:
+        source = cmds.resolve(c.source, self.table, f"copy source (command {index})")
+        target = cmds.resolve(c.target, self.table, f"copy target (command {index})")
+        if source.length > target.length:
+            raise RuntimeFailure(f"copy (command {index}): {source.length} bytes do not fit the "
+                                 f"{target.length}-byte target range")
+        if not source.length:
+            return
+        src_off = source.buffer.device_offset(source.offset)
+        dst_off = target.buffer.device_offset(target.offset)
+        if source.buffer.vk_buffer == target.buffer.vk_buffer and \
+                src_off < dst_off + source.length and dst_off < src_off + source.length:
+            raise RuntimeFailure(f"copy (command {index}): source and target ranges overlap")
+        self._copy_region(source.buffer.vk_buffer, src_off, target.buffer.vk_buffer, dst_off,
+                          source.length)
+
+    def _update(self, u: cmds.Update, index: int) -> None:
+        target = cmds.resolve(u.target, self.table, f"update (command {index})")
+        n = len(u.data)
+        if n > target.length:
+            raise RuntimeFailure(f"update (command {index}): {n} bytes do not fit the "
+                                 f"{target.length}-byte target range")
+        if not n:
+            return
+        dst_off = target.buffer.device_offset(target.offset)
+        if dst_off % 4 == 0 and n % 4 == 0 and n <= cmds.MAX_UPDATE_BYTES:
+            vk.vkCmdUpdateBuffer(self.cb, target.buffer.vk_buffer, dst_off, n,
+                                 vk.ffi.from_buffer(u.data))
+        else:
+            staging = self.staging(u)
+            self._copy_region(staging.vk_buffer, staging.device_offset(0),
+                              target.buffer.vk_buffer, dst_off, n)

@@ -1,0 +1,146 @@
+"""HAL semaphores as Vulkan timeline semaphores.
+
+The payload lives in Vulkan, so the GPU signals and waits on it directly. Failure has no Vulkan
+counterpart: it is recorded here, then the Vulkan payload is bumped (when no GPU signal is still
+pending) so host waiters and queued GPU work waiting on it wake up instead of hanging; they see
+the recorded error. Host waits run in slices so a failure recorded while a GPU signal is still
+pending is noticed too.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError, Error, RuntimeFailure
+from irtk.hal import Semaphore
+from hal_vulkan.resource import Resource, release_when_collected
+from hal_vulkan.status import call, result_name
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+WAIT_SLICE_S = 0.05  # how soon a host waiter notices a failure the GPU cannot deliver
+
+
+class SemaphoreResource(Resource):
+    kind = "semaphore"
+
+    def __init__(self, device: VulkanDevice, initial_value: int) -> None:
+        super().__init__()
+        self.device = device
+        self.handle = create_timeline(device, initial_value)
+
+    def destroy_handles(self) -> None:
+        vk.vkDestroySemaphore(self.device.handle, self.handle, None)
+        self.device.tracker.destroyed("VkSemaphore")
+
+
+def create_timeline(device: VulkanDevice, initial_value: int) -> Any:
+    type_info = vk.VkSemaphoreTypeCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+        semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=initial_value)
+    handle = call(vk.vkCreateSemaphore, device.handle, vk.VkSemaphoreCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=type_info), None)
+    device.tracker.created("VkSemaphore")
+    return handle
+
+
+class VulkanSemaphore(Semaphore):
+    def __init__(self, device: VulkanDevice, initial_value: int = 0) -> None:
+        self.device = device
+        self.resource = SemaphoreResource(device, initial_value)
+        device.adopt(self.resource)
+        self._finalizer = release_when_collected(self, self.resource, device.garbage)
+        self.error: BaseException | None = None
+        self._fail_lock = threading.Lock()
+
+    @property
+    def handle(self) -> Any:
+        if not self._finalizer.alive or self.device.released:
+            raise DeviceError("semaphore was released")
+        return self.resource.handle
+
+    def _raise_failure(self) -> None:
+        """A fresh RuntimeFailure per waiter (one object raised in several threads would mix
+        their tracebacks), carrying the original message and the error as its cause."""
+        error = self.error
+        message = str(error) if isinstance(error, Error) else f"{type(error).__name__}: {error}"
+        raise RuntimeFailure(message) from error
+
+    def payload(self) -> int:
+        """The Vulkan counter value, ignoring failure."""
+        return call(vk.vkGetSemaphoreCounterValue, self.device.handle, self.handle)
+
+    def query(self) -> int:
+        self.device.check()
+        if self.error is not None:
+            self._raise_failure()
+        return self.payload()
+
+    def signal(self, value: int) -> None:
+        """Host signal; signalling the current value again is a no-op, a lower one an error."""
+        self.device.check()
+        if self.error is not None:
+            return  # the failure already reached every waiter; nothing to advance
+        current = self.payload()
+        if value < current:
+            raise RuntimeFailure(
+                f"semaphore payload can only increase: it is {current}, signalled {value}")
+        if value == current:
+            return
+        call(vk.vkSignalSemaphore, self.device.handle, vk.VkSemaphoreSignalInfo(
+            sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, semaphore=self.handle, value=value))
+        self.device.check()
+
+    def wait(self, value: int, timeout: float | None = None) -> bool:
+        """Block until the payload reaches `value` (timeout in seconds, None: forever)."""
+        device = self.device
+        device.check()
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        info = vk.VkSemaphoreWaitInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                                      pSemaphores=[self.handle], pValues=[value])
+        while True:
+            if self.error is not None:
+                self._raise_failure()
+            remaining = WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
+            slice_ns = int(max(0.0, min(remaining, WAIT_SLICE_S)) * 1e9)
+            try:
+                vk.vkWaitSemaphores(device.handle, info, slice_ns)
+            except vk.VkTimeout:
+                if deadline is not None and time.monotonic() >= deadline:
+                    if self.error is not None:
+                        self._raise_failure()
+                    device.check()
+                    return False
+                continue
+            except (vk.VkError, vk.VkException) as e:
+                error = DeviceError(f"vkWaitSemaphores failed: {result_name(e)}")
+                self.fail(error)
+                raise error from None
+            break
+        if self.error is not None:
+            self._raise_failure()
+        device.collect()
+        device.check()
+        return True
+
+    def fail(self, error: BaseException) -> None:
+        """Record the first error, wake waiters and fail work that depends on this semaphore."""
+        with self._fail_lock:
+            if self.error is not None:
+                return
+            self.error = error
+        if not self.device.released and self._finalizer.alive:
+            self.device.queue.on_semaphore_failed(self, error)
+
+    def release(self) -> None:
+        """Destroy the Vulkan semaphore once no submission uses it; idempotent."""
+        if self._finalizer.detach() is not None:
+            self.device.retire(self.resource)
+
+    def __repr__(self) -> str:
+        state = f"failed: {self.error}" if self.error is not None else "ok"
+        return f"VulkanSemaphore({state})"

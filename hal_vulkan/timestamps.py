@@ -1,0 +1,66 @@
+"""Per-dispatch device time, from timestamp queries written around each vkCmdDispatch.
+
+Opt-in per command buffer (`create_command_buffer(..., timestamps=True)`): each recording then
+owns a query pool with two queries per dispatch, reset at the start of the recording. Times
+are read once the submission has completed; software drivers report the host's clock.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError
+from hal_vulkan.status import call
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+
+def supported(device: VulkanDevice) -> bool:
+    limits = device.physical.limits
+    return int(limits.get("timestampValidBits", 0)) > 0 and \
+        float(limits.get("timestampPeriod", 0.0)) > 0.0
+
+
+class TimestampQueries:
+    """A query pool with a begin and an end timestamp for each of `dispatch_count` dispatches."""
+
+    def __init__(self, device: VulkanDevice, dispatch_count: int) -> None:
+        if not supported(device):
+            raise DeviceError(f"device '{device.info.name}' has no timestamp queries on its "
+                              "compute queue")
+        self.device = device
+        self.count = 2 * max(1, dispatch_count)
+        self.pool = call(vk.vkCreateQueryPool, device.handle, vk.VkQueryPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=self.count), None)
+        device.tracker.created("VkQueryPool")
+        bits = int(device.physical.limits["timestampValidBits"])
+        self._mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
+        self._period_s = float(device.physical.limits["timestampPeriod"]) * 1e-9
+
+    def reset(self, cb: Any) -> None:
+        vk.vkCmdResetQueryPool(cb, self.pool, 0, self.count)
+
+    def before(self, cb: Any, dispatch: int) -> None:
+        vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.pool, 2 * dispatch)
+
+    def after(self, cb: Any, dispatch: int) -> None:
+        vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.pool,
+                               2 * dispatch + 1)
+
+    def read(self, dispatch_count: int) -> list[float]:
+        """Seconds each dispatch took (call once the submission has completed)."""
+        n = 2 * dispatch_count
+        if not n:
+            return []
+        data = vk.ffi.new("uint64_t[]", n)
+        call(vk.vkGetQueryPoolResults, self.device.handle, self.pool, 0, n, 8 * n, data, 8,
+             vk.VK_QUERY_RESULT_64_BIT)
+        return [((data[2 * i + 1] - data[2 * i]) & self._mask) * self._period_s
+                for i in range(dispatch_count)]
+
+    def destroy(self) -> None:
+        vk.vkDestroyQueryPool(self.device.handle, self.pool, None)
+        self.device.tracker.destroyed("VkQueryPool")
