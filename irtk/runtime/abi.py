@@ -1,0 +1,117 @@
+"""The Python-facing ABI of exports: tensor types from reflection, and numpy <-> VM values.
+
+An export's reflection carries "abi.args" and "abi.results", ';'-separated tensor types such as
+"4x2xf32;4xi32" ("?" for a dynamic dimension). Ref-bank arguments are passed as buffer views
+(allocated on the device and filled from the array); i32/i64/f32/f64 arguments as scalars.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from irtk import hal
+from irtk.errors import InputError
+
+
+@dataclass(frozen=True)
+class TensorType:
+    shape: tuple[int | None, ...]   # None: dynamic ("?")
+    element_type: hal.ElementType
+
+    @classmethod
+    def parse(cls, text: str) -> "TensorType":
+        """Parse "4x2xf32" / "?x4xi32" / "f32"; ValueError when malformed."""
+        *dims, name = text.strip().split("x")
+        element_type = hal.ElementType.from_name(name)
+        shape: list[int | None] = []
+        for d in dims:
+            if d == "?":
+                shape.append(None)
+            elif d.isdigit():
+                shape.append(int(d))
+            else:
+                raise ValueError(f"bad dimension '{d}' in tensor type '{text}'")
+        return cls(tuple(shape), element_type)
+
+    def __str__(self) -> str:
+        return "x".join(["?" if d is None else str(d) for d in self.shape]
+                        + [self.element_type.name])
+
+    def matches(self, shape: tuple[int, ...], element_type: hal.ElementType) -> bool:
+        return (element_type == self.element_type and len(shape) == len(self.shape)
+                and all(e is None or e == d for e, d in zip(self.shape, shape)))
+
+
+def parse_types(text: str) -> list[TensorType]:
+    """The ';'-separated types of an "abi.args"/"abi.results" value ("" means none)."""
+    return [TensorType.parse(t) for t in text.split(";")] if text.strip() else []
+
+
+def describe_array(array: np.ndarray) -> str:
+    """How a got-value reads in messages: "3x2xf32 (float32)"."""
+    try:
+        name = hal.ElementType.from_numpy(array.dtype).name
+    except ValueError:
+        name = str(array.dtype)
+    return "x".join([str(d) for d in array.shape] + [name]) + f" ({array.dtype})"
+
+
+def to_array(value: Any, expected: TensorType | None, where: str) -> np.ndarray:
+    """`value` as a contiguous array of the expected type; InputError naming `where` if not."""
+    if isinstance(value, np.ndarray):
+        array = value
+    else:
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError) as e:
+            raise InputError(f"{where}: cannot convert {type(value).__name__} to an array: "
+                             f"{e}") from None
+        if expected is not None and array.dtype != expected.element_type.numpy_dtype():
+            target = expected.element_type.numpy_dtype()
+            if array.dtype == object or not np.can_cast(array.dtype, target, "same_kind"):
+                raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+            array = array.astype(target)
+    if expected is not None:
+        try:
+            element_type = hal.ElementType.from_numpy(array.dtype)
+        except ValueError:
+            element_type = None
+        if element_type is None or not expected.matches(array.shape, element_type):
+            raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+    # not np.ascontiguousarray: it turns a rank-0 array into shape (1,)
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
+                   where: str) -> hal.BufferView:
+    """A buffer view on `device` holding `value` (a BufferView is checked and passed through)."""
+    if isinstance(value, hal.BufferView):
+        if expected is not None and not expected.matches(value.shape, value.element_type):
+            raise InputError(f"{where}: expected {expected}, got {value.format_shape()}")
+        return value
+    array = to_array(value, expected, where)
+    try:
+        element_type = hal.ElementType.from_numpy(array.dtype)
+    except ValueError:
+        raise InputError(f"{where}: unsupported element type {array.dtype}") from None
+    buffer = device.allocator.allocate_with_data(memoryview(array).cast("B")
+                                                 if array.size else b"")
+    return hal.BufferView(buffer, tuple(array.shape), element_type)
+
+
+def to_scalar(value: Any, bank: str, expected: TensorType | None, where: str) -> Any:
+    """A Python number for an i32/i64/f32/f64 argument."""
+    array = to_array(value, expected, where)
+    if array.size != 1 or array.ndim > 1:
+        raise InputError(f"{where}: expected a scalar {bank}, got {describe_array(array)}")
+    item = array.reshape(()).item()
+    return float(item) if bank in ("f32", "f64") else int(item)
+
+
+def from_vm(value: Any) -> Any:
+    """A result as the Python API returns it: buffer views become numpy arrays."""
+    if isinstance(value, hal.BufferView):
+        return value.to_numpy()
+    return value

@@ -1,0 +1,177 @@
+"""IREE's text forms of tensors: `--input=` values in, `result[0]: ...` lines out.
+
+Mirroring iree-run-module's syntax lets test commands and expected outputs move between IREE
+and irtk unchanged: "4x2xf32=1,2,3,4,5,6,7,8" (separators: spaces, commas, brackets; one value
+is broadcast to the whole shape; no values means zeros), "f32=3.5", "4xi32=@data.bin" (raw
+little-endian bytes) and "@array.npy".
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from irtk import hal
+from irtk.errors import InputError
+from irtk.runtime.abi import TensorType
+
+_SEPARATORS = re.compile(r"[\s,\[\]]+")
+_EXAMPLE = "e.g. 4x2xf32=1,2,3,4,5,6,7,8"
+
+
+def parse_input(text: str) -> np.ndarray:
+    """An array from IREE `--input=` text; InputError says what is malformed."""
+    text = text.strip()
+    if text.startswith("@"):
+        return _load_npy(text[1:])
+    type_text, sep, values = text.partition("=")
+    if not sep:
+        raise InputError(f"malformed input '{text}': expected TYPE=VALUES, {_EXAMPLE}")
+    try:
+        tensor_type = TensorType.parse(type_text)
+    except ValueError as e:
+        raise InputError(f"malformed input '{text}': {e}") from None
+    if any(d is None for d in tensor_type.shape):
+        raise InputError(f"malformed input '{text}': dynamic dimension in an input type")
+    shape = tuple(int(d) for d in tensor_type.shape)
+    try:
+        dtype = tensor_type.element_type.numpy_dtype()
+    except ValueError as e:
+        raise InputError(f"input '{text}': {e}") from None
+    count = math.prod(shape)
+    values = values.strip()
+    if values.startswith("@"):
+        return _load_raw(values[1:], dtype, shape, type_text)
+    tokens = [t for t in _SEPARATORS.split(values) if t]
+    if not tokens:
+        return np.zeros(shape, dtype)
+    if len(tokens) != count and len(tokens) != 1:
+        raise InputError(f"input '{_clip(text)}': {len(tokens)} values for {type_text} "
+                         f"({count} elements)")
+    parsed = [_parse_element(t, dtype, type_text) for t in tokens]
+    if len(parsed) == 1:
+        return np.full(shape, parsed[0], dtype)
+    return np.array(parsed, dtype).reshape(shape)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _parse_element(token: str, dtype: np.dtype, type_text: str) -> Any:
+    if dtype == np.bool_:
+        lowered = token.lower()
+        if lowered in ("true", "1"):
+            return True
+        if lowered in ("false", "0"):
+            return False
+        raise InputError(f"input {type_text}: '{token}' is not a boolean (true, false, 1, 0)")
+    if dtype.kind == "f":
+        try:
+            return float(token)
+        except ValueError:
+            raise InputError(f"input {type_text}: '{token}' is not a number") from None
+    try:
+        value = int(token, 10)
+    except ValueError:
+        raise InputError(f"input {type_text}: '{token}' is not an integer") from None
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise InputError(f"input {type_text}: {value} is out of range for {dtype}")
+    return value
+
+
+def _load_npy(path: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"cannot read input file '{path}': {e}") from None
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"input file '{path}' holds several arrays; give one .npy array")
+    return array
+
+
+def _load_raw(path: str, dtype: np.dtype, shape: tuple[int, ...], type_text: str) -> np.ndarray:
+    try:
+        with open(os.fspath(path), "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read input file '{path}': {e.strerror or e}") from None
+    needed = math.prod(shape) * dtype.itemsize
+    if len(data) != needed:
+        raise InputError(f"input file '{path}' has {len(data)} bytes, {type_text} needs {needed}")
+    return np.frombuffer(data, dtype).reshape(shape).copy()
+
+
+def _type_name(array: np.ndarray) -> str:
+    try:
+        return hal.ElementType.from_numpy(array.dtype).name
+    except ValueError:
+        kind = {"u": "ui", "i": "i", "f": "f"}.get(array.dtype.kind)
+        return f"{kind}{array.dtype.itemsize * 8}" if kind else str(array.dtype)
+
+
+def _element(value: Any, kind: str) -> str:
+    if kind == "f":
+        return "%G" % float(value)
+    if kind == "b":
+        return "1" if value else "0"
+    return str(int(value))
+
+
+def format_output(array: Any, max_elements: int | None = None) -> str:
+    """IREE's text of a tensor: "4x2xf32=[1 2][3 4][5 6][7 8]" (floats as C's %G).
+
+    With `max_elements`, elements past that count are left out and "..." ends the text.
+    """
+    array = np.asarray(array)
+    head = "x".join([str(d) for d in array.shape] + [_type_name(array)])
+    kind = array.dtype.kind
+    budget = [array.size if max_elements is None else max_elements]
+    truncated = [False]
+
+    def render(a: np.ndarray) -> str:
+        if a.ndim <= 1:
+            items = []
+            for v in a.reshape(-1):
+                if budget[0] <= 0:
+                    truncated[0] = True
+                    break
+                budget[0] -= 1
+                items.append(_element(v, kind))
+            return " ".join(items)
+        parts = []
+        for sub in a:
+            if budget[0] <= 0:
+                truncated[0] = True
+                break
+            parts.append("[" + render(sub) + "]")
+        return "".join(parts)
+
+    body = render(array)
+    return f"{head}={body}" + ("..." if truncated[0] else "")
+
+
+def format_results(results: Any, max_elements: int | None = None) -> str:
+    """The result lines iree-run-module prints for a call's results (None, one or a tuple)."""
+    if results is None:
+        values: Sequence[Any] = []
+    elif isinstance(results, tuple):
+        values = results
+    else:
+        values = [results]
+    lines = []
+    for i, value in enumerate(values):
+        if isinstance(value, (np.ndarray, np.generic)):
+            lines.append(f"result[{i}]: hal.buffer_view")
+            lines.append(format_output(value, max_elements))
+        elif isinstance(value, float):
+            lines.append(f"result[{i}]: f32={_element(value, 'f')}")
+        elif isinstance(value, int):
+            lines.append(f"result[{i}]: i32={value}")
+        else:
+            lines.append(f"result[{i}]: {value!r}")
+    return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""`load()` and the objects it returns: a module instance whose exports take numpy arrays.
+
+Loading verifies the module, links the `hal` module bound to the chosen device (plus any other
+native modules given), and runs `__init` — so a module that has no executable for the device
+fails here, with the message the compiler put in its `fail` op.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from irtk import hal
+from irtk.errors import InputError, VerificationError
+from irtk.hal import registry
+from irtk.modules.hal import HalModule
+from irtk.runtime import abi
+from irtk.vm import Context, NativeModule, load_module
+from irtk.vm.calling_convention import Signature
+
+ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
+
+
+def _device(device: str | hal.Device) -> hal.Device:
+    return registry.get_device(device) if isinstance(device, str) else device
+
+
+def vm_context(module: ModuleSource, device: str | hal.Device = "local-task",
+               native_modules: Sequence[NativeModule] = ()) -> Context:
+    """The lower-level way in: a VM context whose `call(name, values)` takes raw VM values
+    (ints, floats, refs such as `hal.BufferView`) and returns the raw result list."""
+    dev = _device(device)
+    return Context(load_module(module), [HalModule(dev), *native_modules])
+
+
+def load(module: ModuleSource, device: str | hal.Device = "local-task",
+         native_modules: Sequence[NativeModule] = ()) -> "LoadedModule":
+    """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device`."""
+    dev = _device(device)
+    return LoadedModule(Context(load_module(module), [HalModule(dev), *native_modules]), dev)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+class ExportedFunction:
+    """An export as a Python callable: numpy arrays (or array-likes, scalars) in and out."""
+
+    def __init__(self, module: "LoadedModule", name: str, reflection: dict[str, str]) -> None:
+        self.module = module
+        self.name = name
+        self.signature: Signature = module.context.signature(name)
+        banks = self.signature.arg_banks()
+        try:
+            self.arg_types = abi.parse_types(reflection["abi.args"]) \
+                if "abi.args" in reflection else [None] * len(banks)
+            self.result_types = abi.parse_types(reflection.get("abi.results", ""))
+        except ValueError as e:
+            raise VerificationError(f"export '{name}': malformed abi reflection: {e}") from None
+        if len(self.arg_types) != len(banks):
+            raise VerificationError(
+                f"export '{name}': abi.args lists {len(self.arg_types)} types, its calling "
+                f"convention {self.signature.text} takes {len(banks)} arguments")
+
+    def __call__(self, *args: Any) -> Any:
+        banks = self.signature.arg_banks()
+        if len(args) != len(banks):
+            raise InputError(f"{self.name}: expected {_plural(len(banks), 'argument')}, "
+                             f"got {len(args)}")
+        values = []
+        device = self.module.device
+        for i, (value, bank, expected) in enumerate(zip(args, banks, self.arg_types)):
+            where = f"{self.name}: argument {i}"
+            if bank == "ref":
+                values.append(abi.to_buffer_view(value, expected, device, where))
+            else:
+                values.append(abi.to_scalar(value, bank, expected, where))
+        results = [abi.from_vm(r) for r in self.module.context.call(self.name, values)]
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def __repr__(self) -> str:
+        args = ", ".join(str(t) if t else "?" for t in self.arg_types)
+        results = ", ".join(str(t) for t in self.result_types)
+        return f"<irtk function {self.name}({args}) -> ({results})>"
+
+
+class LoadedModule:
+    """A module instance on a device; `module.main(a, b)` or `module["main"](a, b)`."""
+
+    def __init__(self, context: Context, device: hal.Device) -> None:
+        self.context = context
+        self.device = device
+        self.name = context.module.name
+        self._functions = {e.name: ExportedFunction(self, e.name, e.reflection)
+                           for e in context.module.exports}
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self._functions)
+
+    def __getitem__(self, name: str) -> ExportedFunction:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise InputError(f"module '{self.name}' has no function '{name}'; functions: "
+                             f"{', '.join(self._functions) or 'none'}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._functions
+
+    def __getattr__(self, name: str) -> ExportedFunction:
+        functions = self.__dict__.get("_functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(f"module '{self.__dict__.get('name', '?')}' has no function "
+                             f"'{name}'")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._functions))
+
+    def call_raw(self, name: str, *values: Any) -> list[Any]:
+        """Call an export with raw VM values; returns the raw results."""
+        return self.context.call(name, list(values))
+
+    def __repr__(self) -> str:
+        return f"<irtk module '{self.name}' on {self.device.info.name}: " \
+               f"{', '.join(self._functions)}>"

@@ -1,0 +1,15 @@
+"""irtk's VM: bytecode modules (loader, verifier), the interpreter and native modules.
+
+Modelled on IREE's VM: a register machine with i32/i64/f32/f64/ref banks whose instruction set
+is data (`isa.py`). A module file is verified completely before anything runs and decoded once
+into Python closures. See docs/vm.md.
+"""
+from irtk.vm.isa import BYTECODE_VERSION, OPS
+from irtk.vm.loader import load_module
+from irtk.vm.module import BytecodeModule
+from irtk.vm.native_module import NativeFunction, NativeModule
+from irtk.vm.interpreter import Context, MAX_FRAMES
+from irtk.vm.refs import VMBuffer, VMList
+
+__all__ = ["BYTECODE_VERSION", "OPS", "load_module", "BytecodeModule", "NativeFunction",
+           "NativeModule", "Context", "MAX_FRAMES", "VMBuffer", "VMList"]

@@ -1,0 +1,159 @@
+"""The Python API: loading, argument checking and conversion, results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from irtk import hal
+from irtk.errors import InputError, VerificationError
+from irtk.runtime import load
+from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from tests.vm.fakes import FakeDevice
+
+
+def api_module(swap_reflection: dict[str, str] | None = None) -> bytes:
+    w = ModuleWriter("api")
+    swap = FunctionBuilder()     # swap(a, b) -> (b, a)
+    swap.emit("return", [Reg("ref", 1), Reg("ref", 0)])
+    w.add_export("swap", w.add_function("swap", "0rr_rr", swap), swap_reflection if
+                 swap_reflection is not None else {"abi.args": "4x2xf32;4xi32",
+                                                   "abi.results": "4xi32;4x2xf32"})
+    nothing = FunctionBuilder()
+    nothing.emit("return", [])
+    w.add_export("nothing", w.add_function("nothing", "0v_v", nothing),
+                 {"abi.args": "", "abi.results": ""})
+    scale = FunctionBuilder()    # scale(i32 n, f32 x) -> f32 n * x
+    scale.emit("cast.si32.f32", 1, 0)
+    scale.emit("mul.f32", 1, 1, 0)
+    scale.emit("return", [Reg("f32", 1)])
+    w.add_export("scale", w.add_function("scale", "0if_f", scale),
+                 {"abi.args": "i32;f32", "abi.results": "f32"})
+    ident = FunctionBuilder()
+    ident.emit("return", [Reg("ref", 0)])
+    w.add_export("ident", w.add_function("ident", "0r_r", ident),
+                 {"abi.args": "?x3xf32", "abi.results": "?x3xf32"})
+    w.add_export("scalar", w.add_function("scalar", "0r_r", ident),
+                 {"abi.args": "f32", "abi.results": "f32"})
+    return w.to_bytes()
+
+
+@pytest.fixture
+def module():
+    return load(api_module(), device=FakeDevice())
+
+
+def test_function_names_and_lookup(module):
+    assert module.function_names == ["swap", "nothing", "scale", "ident", "scalar"]
+    assert module["swap"] is module.swap
+    assert "scale" in module and "missing" not in module
+    assert not hasattr(module, "missing")
+    with pytest.raises(InputError, match="module 'api' has no function 'missing'; functions: "
+                                         "swap, nothing, scale, ident, scalar"):
+        module["missing"]
+
+
+def test_results_are_arrays_a_tuple_for_several_and_none_for_none(module):
+    a = np.arange(8, dtype=np.float32).reshape(4, 2)
+    b = np.array([1, 2, 3, 4], np.int32)
+    got_b, got_a = module.swap(a, b)
+    np.testing.assert_array_equal(got_a, a)
+    np.testing.assert_array_equal(got_b, b)
+    assert got_a.dtype == np.float32 and got_b.dtype == np.int32
+    assert module.nothing() is None
+
+
+def test_wrong_argument_count(module):
+    with pytest.raises(InputError, match="^swap: expected 2 arguments, got 1$"):
+        module.swap(np.zeros((4, 2), np.float32))
+    with pytest.raises(InputError, match="^nothing: expected 0 arguments, got 1$"):
+        module.nothing(1)
+
+
+def test_wrong_shape_names_the_argument_and_both_types(module):
+    with pytest.raises(InputError, match=r"^swap: argument 0: expected 4x2xf32, got 3x2xf32 "
+                                         r"\(float32\)$"):
+        module.swap(np.zeros((3, 2), np.float32), np.zeros(4, np.int32))
+
+
+def test_wrong_dtype_of_an_ndarray_is_rejected(module):
+    with pytest.raises(InputError, match=r"^swap: argument 1: expected 4xi32, got 4xf32 "
+                                         r"\(float32\)$"):
+        module.swap(np.zeros((4, 2), np.float32), np.zeros(4, np.float32))
+
+
+def test_array_likes_are_converted_to_the_expected_type(module):
+    got_b, got_a = module.swap([[1, 2], [3, 4], [5, 6], [7, 8]], (1, 2, 3, 4))
+    assert got_a.dtype == np.float32 and got_a[3, 1] == 8.0
+    assert got_b.dtype == np.int32
+    with pytest.raises(InputError, match=r"argument 1: expected 4xi32, got 4xf64 \(float64\)"):
+        module.swap(np.zeros((4, 2), np.float32), [0.5, 1, 2, 3])
+
+
+def test_dynamic_dimensions_accept_any_size(module):
+    x = np.ones((5, 3), np.float32)
+    np.testing.assert_array_equal(module.ident(x), x)
+    with pytest.raises(InputError, match=r"expected \?x3xf32, got 5x2xf32"):
+        module.ident(np.ones((5, 2), np.float32))
+
+
+@pytest.mark.parametrize("value", [np.float32(1.5), 1.5, np.array(1.5, np.float32)])
+def test_rank0_tensors_take_scalars(module, value):
+    got = module.scalar(value)
+    assert got.shape == () and got.dtype == np.float32 and float(got) == 1.5
+
+
+def test_non_contiguous_arrays_are_copied(module):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, :3]   # a 3x3 view, not C-contiguous
+    np.testing.assert_array_equal(module.ident(x), x)
+
+
+def test_scalar_arguments_and_results(module):
+    assert module.scale(3, 1.5) == 4.5
+    assert module.scale(np.int32(2), np.float32(0.25)) == 0.5
+    with pytest.raises(InputError, match="scale: argument 0: expected i32, got f64"):
+        module.scale(1.5, 1.0)
+
+
+def test_buffer_views_pass_through(module):
+    device = module.device
+    view = hal.BufferView(device.allocator.allocate_with_data(np.ones(3, np.float32).tobytes()),
+                          (1, 3), hal.ElementType.f32)
+    np.testing.assert_array_equal(module.ident(view), np.ones((1, 3), np.float32))
+
+
+def test_arguments_are_allocated_on_the_modules_device(module):
+    before = module.device.allocator.allocations
+    module.swap(np.zeros((4, 2), np.float32), np.zeros(4, np.int32))
+    assert module.device.allocator.allocations == before + 2
+
+
+def test_loading_from_a_path(tmp_path):
+    path = tmp_path / "api.vmfb"
+    path.write_bytes(api_module())
+    m = load(str(path), device=FakeDevice())
+    assert m.scale(2, 2.0) == 4.0
+    assert load(path, device=FakeDevice()).function_names[0] == "swap"
+
+
+def test_malformed_abi_reflection_fails_at_load():
+    with pytest.raises(VerificationError, match="export 'swap': malformed abi reflection"):
+        load(api_module({"abi.args": "4xq32;4xi32"}), device=FakeDevice())
+    with pytest.raises(VerificationError, match="abi.args lists 1 types, its calling convention "
+                                                "0rr_rr takes 2 arguments"):
+        load(api_module({"abi.args": "4xf32"}), device=FakeDevice())
+
+
+def test_without_reflection_any_array_is_accepted():
+    m = load(api_module({}), device=FakeDevice())
+    b, a = m.swap(np.ones(2, np.int8), np.zeros((1, 1), np.float64))
+    assert a.dtype == np.int8 and b.shape == (1, 1)
+
+
+def test_raw_calls_use_vm_values(module):
+    assert module.call_raw("scale", 2, 0.5) == [1.0]
+
+
+def test_unknown_device_is_a_device_error():
+    from irtk.errors import DeviceError
+    with pytest.raises(DeviceError):
+        load(api_module(), device="no-such-driver")

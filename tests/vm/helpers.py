@@ -1,0 +1,48 @@
+"""Building small programs for VM tests without the compiler."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from irtk.vm import Context, NativeModule, isa, load_module
+from irtk.vm.calling_convention import format_banks
+from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+
+
+def module_with(cc: str, body: Callable[[FunctionBuilder], None], name: str = "main",
+                setup: Callable[[ModuleWriter], None] | None = None) -> bytes:
+    """A module exporting one function `name` whose body `body` emits."""
+    w = ModuleWriter("test")
+    if setup is not None:
+        setup(w)
+    b = FunctionBuilder()
+    body(b)
+    w.add_export(name, w.add_function(name, cc, b))
+    return w.to_bytes()
+
+
+def run(cc: str, body: Callable[[FunctionBuilder], None], args: Sequence[Any] = (),
+        natives: Sequence[NativeModule] = ()) -> list[Any]:
+    return Context(load_module(module_with(cc, body)), natives).call("main", list(args))
+
+
+def apply(op_name: str, *values: Any) -> Any:
+    """Run one register-only op on `values` (its read operands, in order); return its result."""
+    op = isa.lookup(op_name)
+    reads = [k for k in op.operands if k in isa.READ_KINDS]
+    (write,) = [k[:-1] for k in op.operands if k in isa.WRITE_KINDS]
+    assert len(reads) == len(values), op_name
+    dst = reads.count(write)   # the first register after the arguments of its bank
+    used = {bank: 0 for bank in isa.BANKS}
+    operands = []
+    for kind in op.operands:
+        if kind in isa.READ_KINDS:
+            operands.append(used[kind])
+            used[kind] += 1
+        else:
+            operands.append(dst)
+    cc = format_banks(reads, [write])
+
+    def body(b: FunctionBuilder) -> None:
+        b.emit(op.name, *operands)
+        b.emit("return", [Reg(write, dst)])
+    return run(cc, body, values)[0]
