@@ -82,7 +82,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
             continue
         if name != "vulkan":
             for info in infos:
-                print(f"{name:<12} {info.name} (workers: {info.worker_count})")
+                print(f"{name:<12} {info.name}")
             continue
         if not infos:
             print("vulkan: no devices")

@@ -12,6 +12,6 @@ trap 'rm -rf "$OUT"' EXIT
 echo
 echo "\$ irtk compile examples/elementwise.mlir --target=vulkan-spirv -o elementwise.vmfb"
 "$IRTK" compile "$ROOT/examples/elementwise.mlir" --target=vulkan-spirv -o "$OUT/elementwise.vmfb"
-echo "\$ irtk run elementwise.vmfb --device=vulkan --function=main --input=... --input=..."
+echo "\$ irtk run elementwise.vmfb --device=vulkan --function=main --input=\"2x4xf32=1 -2 3 -4 0.5 0 -0.5 2\" --input=\"4xf32=0.5 -1 2 0\""
 "$IRTK" run "$OUT/elementwise.vmfb" --device=vulkan --function=main \
-  --input="2x4xf32=1 2 3 4 5 6 7 8" --input="4xf32=0.5 -1 2 0"
+  --input="2x4xf32=1 -2 3 -4 0.5 0 -0.5 2" --input="4xf32=0.5 -1 2 0"
