@@ -15,6 +15,11 @@ from irtk.hal.element_type import ElementType
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
 
 DENSE_ROW_MAJOR = 1
+FAILED_PRECONDITION = 9  # IREE's status code for "the device cannot run this module"
+
+# Ref types the generated code holds in registers (recorded in the module for tools).
+REF_TYPES = ("!vm.buffer", "!hal.device", "!hal.allocator", "!hal.buffer", "!hal.buffer_view",
+             "!hal.command_buffer", "!hal.executable", "!hal.fence")
 
 # The hal imports this codegen uses, with their calling conventions (irtk/modules/hal.py).
 HAL_IMPORTS = {
@@ -48,15 +53,21 @@ class ExecutableVariant:
 
 
 class _Registers:
-    """Per-bank register allocation for one function (no reuse: functions are short)."""
+    """Per-bank register allocation for one function (no reuse: functions are short), and the
+    constants already materialized in the current block, so each is loaded once."""
 
     def __init__(self) -> None:
         self.counts = {"i32": 0, "i64": 0, "f32": 0, "f64": 0, "ref": 0}
+        self.constants: dict[tuple[str, int], Reg] = {}
 
     def new(self, bank: str) -> int:
         n = self.counts[bank]
         self.counts[bank] += 1
         return n
+
+    def new_block(self) -> None:
+        """Constants of another block do not dominate this one."""
+        self.constants.clear()
 
 
 class _ModuleGen:
@@ -65,6 +76,9 @@ class _ModuleGen:
         self.variants = variants
         self.w = ModuleWriter(name)
         self.imports = {n: self.w.add_import(n, cc) for n, cc in HAL_IMPORTS.items()}
+        self.w.add_requirement("i64")  # sizes and shapes are 64-bit
+        for t in REF_TYPES:
+            self.w.add_type(t)
         self.strings: dict[str, int] = {}
         self.g_device = self.w.add_global("ref")
         self.g_allocator = self.w.add_global("ref")
@@ -101,9 +115,12 @@ class _ModuleGen:
 
     @staticmethod
     def const(b: FunctionBuilder, regs: _Registers, bank: str, value: int) -> Reg:
-        r = regs.new(bank)
-        b.emit(f"const.{bank}", r, value)
-        return Reg(bank, r)
+        key = (bank, value)
+        if key not in regs.constants:
+            r = regs.new(bank)
+            b.emit(f"const.{bank}", r, value)
+            regs.constants[key] = Reg(bank, r)
+        return regs.constants[key]
 
     def ref_string(self, b: FunctionBuilder, regs: _Registers, text: str) -> Reg:
         r = regs.new("ref")
@@ -130,6 +147,7 @@ class _ModuleGen:
             b.emit("trunc.i64.i32", supported, value.index)
             b.emit("cond_br", supported, create, next_try)
             b.bind(create)
+            regs.new_block()
             data = regs.new("ref")
             b.emit("const.ref.rodata", data, self.w.add_rodata(
                 f"executable_{v.target}", v.format, v.data))
@@ -146,9 +164,12 @@ class _ModuleGen:
             b.emit("return", [])
             if next_try is not fail:
                 b.bind(next_try)
+                regs.new_block()
         b.bind(fail)
+        regs.new_block()
         targets = ", ".join(f"{v.target} (format {v.format})" for v in self.variants)
-        b.emit("fail", 1, f"no executable in this module can run on the device: the module "
+        status = self.const(b, regs, "i32", FAILED_PRECONDITION)
+        b.emit("fail", status.index, f"no executable in this module can run on the device: the module "
                           f"holds targets {targets}")
         return b
 

@@ -10,7 +10,7 @@ import os
 from typing import Any, Sequence
 
 from irtk import hal
-from irtk.errors import InputError, VerificationError
+from irtk.errors import InputError, RuntimeFailure, VerificationError
 from irtk.hal import registry
 from irtk.modules.hal import HalModule
 from irtk.runtime import abi
@@ -36,7 +36,13 @@ def load(module: ModuleSource, device: str | hal.Device = "local-task",
          native_modules: Sequence[NativeModule] = ()) -> "LoadedModule":
     """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device`."""
     dev = _device(device)
-    return LoadedModule(Context(load_module(module), [HalModule(dev), *native_modules]), dev)
+    bytecode = load_module(module)
+    try:
+        context = Context(bytecode, [HalModule(dev), *native_modules])
+    except RuntimeFailure as e:  # `__init` failed: say on which device
+        raise RuntimeFailure(f"cannot load module '{bytecode.name}' on device "
+                             f"'{dev.info.name}': {e}") from None
+    return LoadedModule(context, dev)
 
 
 def _plural(count: int, noun: str) -> str:
