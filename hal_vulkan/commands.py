@@ -103,18 +103,22 @@ def _check_buffer(buffer: Any, offset: int, length: int, what: str) -> None:
                           f"of {buffer.size} bytes")
 
 
+def _refs(cmd: Command) -> tuple[BindingRef, ...]:
+    """The buffer ranges a command touches."""
+    if isinstance(cmd, Dispatch):
+        return cmd.bindings
+    if isinstance(cmd, (Fill, Update)):
+        return (cmd.target,)
+    if isinstance(cmd, Copy):
+        return (cmd.source, cmd.target)
+    return ()
+
+
 def slots_used(commands: list[Command]) -> tuple[int, ...]:
     """The binding-table slots the commands read, in order (what a recording depends on)."""
     slots: set[int] = set()
     for cmd in commands:
-        refs: tuple[BindingRef, ...] = ()
-        if isinstance(cmd, Dispatch):
-            refs = cmd.bindings
-        elif isinstance(cmd, (Fill, Update)):
-            refs = (cmd.target,)
-        elif isinstance(cmd, Copy):
-            refs = (cmd.source, cmd.target)
-        slots.update(r.slot for r in refs if r.buffer is None or r.slot >= 0)
+        slots.update(r.slot for r in _refs(cmd) if r.buffer is None or r.slot >= 0)
     return tuple(sorted(slots))
 
 
@@ -122,14 +126,7 @@ def direct_buffers(commands: list[Command]) -> list[Any]:
     """Buffers the commands name directly (not through a slot)."""
     seen: dict[int, Any] = {}
     for cmd in commands:
-        refs: tuple[BindingRef, ...] = ()
-        if isinstance(cmd, Dispatch):
-            refs = cmd.bindings
-        elif isinstance(cmd, (Fill, Update)):
-            refs = (cmd.target,)
-        elif isinstance(cmd, Copy):
-            refs = (cmd.source, cmd.target)
-        for r in refs:
+        for r in _refs(cmd):
             if r.buffer is not None and r.slot < 0:
                 seen[id(r.buffer)] = r.buffer
     return list(seen.values())

@@ -70,7 +70,7 @@ class VulkanExecutable(Executable):
         requirements.check(spec, device.info)
         self.spec = spec
         self.device = device
-        self.requirements = requirements.hal_requirements(spec.requirements)
+        self.requirements = spec.requirements
         self.resource = ExecutableResource(device)
         with device.lock:
             try:

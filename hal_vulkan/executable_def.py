@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from irtk.errors import VerificationError
+from irtk.hal.executable import ExecutableRequirements
 from schemas import VULKAN_EXECUTABLE_IDENTIFIER, vulkan_executable
 
 SPIRV_MAGIC = 0x07230203
@@ -52,19 +53,8 @@ class EntryPointSpec:
     push_constant_count: int
 
 
-@dataclass(frozen=True)
-class RequirementsSpec:
-    subgroup_size: int = 0
-    float16: bool = False
-    float64: bool = False
-    int8: bool = False
-    int16: bool = False
-    int64: bool = False
-    max_workgroup_invocations: int = 0
-    shared_memory_bytes: int = 0
-    push_constant_bytes: int = 0
-    spirv_version: int = 0
-    vulkan_version: int = 0
+# What the device must offer: the HAL's own requirements record.
+RequirementsSpec = ExecutableRequirements
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ driver crash or a shader silently compute something else.
 from __future__ import annotations
 
 from irtk.errors import DeviceError
-from irtk.hal import DeviceInfo, ExecutableRequirements
-from hal_vulkan.executable_def import ExecutableSpec, RequirementsSpec
+from irtk.hal import DeviceInfo
+from hal_vulkan.executable_def import ExecutableSpec
 
 # (requirement field, Vulkan feature name, what the device lacks in words)
 _FEATURES = (
@@ -19,14 +19,6 @@ _FEATURES = (
 
 # Highest SPIR-V version each Vulkan version accepts, as (major << 16 | minor << 8).
 _SPIRV_FOR_VULKAN = {(1, 0): 0x10000, (1, 1): 0x10300, (1, 2): 0x10500, (1, 3): 0x10600}
-
-
-def hal_requirements(req: RequirementsSpec) -> ExecutableRequirements:
-    return ExecutableRequirements(
-        subgroup_size=req.subgroup_size, float16=req.float16, float64=req.float64,
-        int8=req.int8, int16=req.int16, int64=req.int64,
-        max_workgroup_invocations=req.max_workgroup_invocations,
-        shared_memory_bytes=req.shared_memory_bytes, push_constant_bytes=req.push_constant_bytes)
 
 
 def _api(info: DeviceInfo) -> tuple[int, int]:

@@ -20,6 +20,8 @@ class ExecutableRequirements:
     max_workgroup_invocations: int = 0
     shared_memory_bytes: int = 0
     push_constant_bytes: int = 0
+    spirv_version: int = 0       # (major << 16) | (minor << 8); 0: not SPIR-V
+    vulkan_version: int = 0      # (major << 22) | (minor << 12); 0: not Vulkan
 
 
 @dataclass(frozen=True)
