@@ -25,3 +25,20 @@ def vulkan_device_uris() -> list[str]:
 
 def all_device_uris() -> list[str]:
     return ["local-sync", "local-task", *vulkan_device_uris()]
+
+
+def pytest_sessionstart(session) -> None:
+    """With IRTK_REQUIRE_VULKAN=1 (the test script sets it), a machine without SwiftShader and
+    lavapipe is an error, not a reason to skip every Vulkan test."""
+    if os.environ.get("IRTK_REQUIRE_VULKAN") != "1":
+        return
+    import pytest
+    try:
+        from irtk.hal import registry
+        names = [i.name.lower() for i in registry.get_driver("vulkan").enumerate_devices()]
+    except Exception as e:  # noqa: BLE001 - any failure means Vulkan is missing
+        pytest.exit(f"IRTK_REQUIRE_VULKAN=1 but Vulkan is unavailable: {e}", returncode=1)
+    for wanted in ("swiftshader", "llvmpipe"):
+        if not any(wanted in n for n in names):
+            pytest.exit(f"IRTK_REQUIRE_VULKAN=1 but no {wanted} device (found: {names})",
+                        returncode=1)

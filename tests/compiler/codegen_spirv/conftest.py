@@ -10,7 +10,6 @@ import os
 import tempfile
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +19,6 @@ from irtk.compiler.codegen.spirv import (EXECUTABLE_FORMAT, SpirvKernel, compile
 from irtk.compiler.kernel import Kernel
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
 
-# The software ICDs of this machine's set-up, used when the caller has not chosen drivers.
-_ICDS = ["/tmp/ss/icd/vk_swiftshader_icd.json", "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"]
-if "VK_DRIVER_FILES" not in os.environ and "VK_ICD_FILENAMES" not in os.environ:
-    found = [p for p in _ICDS if Path(p).is_file()]
-    if found:
-        os.environ["VK_DRIVER_FILES"] = ":".join(found)
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", tempfile.mkdtemp(prefix="irtk-codegen-mesa-"))
 
 DEVICES = ("swiftshader", "llvmpipe")
