@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from irtk.errors import InputError, VerificationError
-from schemas import CPU_EXECUTABLE_IDENTIFIER, VULKAN_EXECUTABLE_IDENTIFIER
 from schemas import bytecode_module as bfb
 from schemas import cpu_executable as cfb
 from schemas import vulkan_executable as vfb

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.builtin import (AnyFloat, DenseIntOrFPElementsAttr, FloatAttr, IndexType,
+from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType,
                                    IntegerAttr, IntegerType, ModuleOp, TensorType)
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from irtk.compiler.frontend import SourceMap

@@ -5,7 +5,7 @@ before creating it and refuses, naming the missing feature, rather than run some
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass
 
 
