@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType,
+from xdsl.dialects.builtin import (FloatAttr, IndexType,
                                    IntegerAttr, IntegerType, ModuleOp, TensorType)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from irtk.compiler.frontend import SourceMap
-from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, element_byte_size
 from irtk.errors import CompileError
 
 TENSOR_ELEMENT_TYPES = ("f32", "i32")
@@ -42,7 +42,6 @@ class HostTensorType:
 
     @property
     def byte_size(self) -> int:
-        from irtk.compiler.kernel import element_byte_size
         return math.prod(self.shape) * element_byte_size(self.element_type)
 
     def spelling(self) -> str:
@@ -343,6 +342,4 @@ def scalar_type_name(ty: Attribute) -> str:
         return "index"
     if isinstance(ty, IntegerType):
         return f"i{ty.width.data}"
-    if isinstance(ty, AnyFloat):
-        return {16: "f16", 32: "f32", 64: "f64"}.get(ty.bitwidth, str(ty)) if str(ty) != "bf16" else "bf16"
-    return str(ty)
+    return str(ty)  # f16, bf16, f32, f64 print as their MLIR names
