@@ -1,32 +1,81 @@
 """The dispatch kernel IR: what one dispatch computes, independent of any target.
 
 Dispatch formation turns each root `linalg.generic` (with what is fused into it) into a
-`Kernel`; every code generator (SPIR-V, CPU) reads only this. A kernel is a loop nest over
-`loop_ranges`; each operand is read or written at the indices its affine map gives; the body
-is a list of scalar ops in SSA form.
+`Kernel`; every code generator (SPIR-V, CPU) reads only this, so the CPU driver is a faithful
+reference for the Vulkan one.
 
-Value numbering in the body: 0..n_in-1 are the input elements, n_in..n_in+n_out-1 the output
-elements' current values, then one value per op in order (the same numbering as the CPU
-executable schema).
+Semantics. A kernel is a loop nest over `loop_ranges`, one loop per entry of `iterator_types`
+("parallel" or "reduction"). For every point of the iteration space, in lexicographic order
+within each parallel point (parallel points may run in any order, concurrently), the body is
+evaluated with:
+- each mapped input's element read at `input.map(point)`;
+- each output's *current* element read at `output.map(point)`;
+and each yielded value written to its output at `output.map(point)`. Outputs are read-write: the
+output buffer holds the initial value (linalg's `outs` operand) before the dispatch, and the host
+program guarantees that. A code generator may skip the initial read of an output whose block
+argument the body never uses, and may keep an accumulator in registers across a reduction.
+Output maps never use reduction loops (`validate` checks), and distinct output points are
+written by one parallel point each. Bindings never alias each other.
+
+Value numbering in the body: 0..n_in-1 are the input elements, n_in..n_in+n_out-1 the outputs'
+current values, then one value per op in order. An input whose `map` is None is not read per
+point; the body reads it with `tensor.extract` ops (gathers), and its block-argument value number
+is still reserved (it must not be used).
+
+Dynamic extents. A loop range or operand dimension may be a parameter name instead of an int.
+`params` are scalar push constants (dynamic extents, and host scalars that a body uses, read with
+`kernel.param`), laid out in order, each 4 bytes (i32/f32/index) or 8 bytes (i64/f64, aligned to
+8). Index arithmetic is 32-bit signed ("index" is i32 on every target).
+
+Storage. Tensor elements are stored densely, row-major, in their own width: i1 as one byte
+(0 or 1), i8/i16/i32/i64, f16/bf16/f32/f64, "index" as i32. Where a device lacks a type the code
+generator emulates it in 32-bit code or refuses with the missing feature named.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-# Scalar types a kernel body computes in. "index" values (linalg.index) are 32-bit signed.
-SCALAR_TYPES = ("i1", "i32", "f32")
+# Scalar types a kernel body computes in and tensors store.
+INT_TYPES = ("i1", "i8", "i16", "i32", "i64")
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+SCALAR_TYPES = INT_TYPES + FLOAT_TYPES + ("index",)
+
+ITERATOR_TYPES = ("parallel", "reduction")
+
+# Body ops by MLIR name. Besides arith/math (their MLIR semantics, with the attributes below):
+#   linalg.index    int_value = loop dimension; result "index"
+#   tensor.extract  int_value = position in kernel.inputs (an input whose map is None);
+#                   operands = one index value per dimension of that input
+#   kernel.param    int_value = position in kernel.params; result = that param's type
+BODY_OPS = frozenset("""
+arith.constant arith.addf arith.subf arith.mulf arith.divf arith.remf arith.negf
+arith.maximumf arith.minimumf arith.maxnumf arith.minnumf
+arith.addi arith.subi arith.muli arith.divsi arith.divui arith.remsi arith.remui
+arith.ceildivsi arith.ceildivui arith.floordivsi
+arith.maxsi arith.minsi arith.maxui arith.minui arith.andi arith.ori arith.xori
+arith.shli arith.shrsi arith.shrui arith.cmpf arith.cmpi arith.select
+arith.sitofp arith.uitofp arith.fptosi arith.fptoui arith.extui arith.extsi arith.trunci
+arith.extf arith.truncf arith.bitcast arith.index_cast arith.index_castui
+math.exp math.exp2 math.expm1 math.log math.log2 math.log10 math.log1p math.tanh math.sqrt
+math.rsqrt math.absf math.absi math.floor math.ceil math.round math.roundeven math.trunc
+math.powf math.fpowi math.ipowi math.sin math.cos math.tan math.atan math.atan2 math.erf
+math.fma math.copysign math.ctlz math.cttz math.ctpop
+linalg.index tensor.extract kernel.param
+""".split())
 
 
 @dataclass(frozen=True)
 class AffineMap:
-    """An affine map from loop indices to operand indices.
+    """An affine map from loop indices (and params) to operand indices.
 
-    `rows[r]` has num_dims + 1 integers: the coefficient of each loop index, then the constant.
+    `rows[r]` has num_dims + num_symbols + 1 integers: the coefficient of each loop index, then
+    of each symbol (the kernel's params, in order), then the constant.
     """
 
     num_dims: int
     rows: tuple[tuple[int, ...], ...]
+    num_symbols: int = 0
 
     @staticmethod
     def identity(num_dims: int) -> "AffineMap":
@@ -43,8 +92,27 @@ class AffineMap:
                 return False
         return True
 
-    def apply(self, indices: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(sum(c * i for c, i in zip(row[:-1], indices)) + row[-1] for row in self.rows)
+    def used_dims(self) -> frozenset[int]:
+        return frozenset(j for row in self.rows for j in range(self.num_dims) if row[j])
+
+    def apply(self, indices: tuple[int, ...], symbols: tuple[int, ...] = ()) -> tuple[int, ...]:
+        values = tuple(indices) + tuple(symbols) + (1,)
+        return tuple(sum(c * v for c, v in zip(row, values)) for row in self.rows)
+
+
+Extent = int | str   # a static size, or the name of an index param holding it
+
+
+@dataclass(frozen=True)
+class Param:
+    """A scalar push constant: a dynamic extent ("index") or a host scalar the body reads."""
+
+    name: str
+    type: str
+
+    @property
+    def byte_size(self) -> int:
+        return 8 if self.type in ("i64", "f64") else 4
 
 
 @dataclass(frozen=True)
@@ -53,12 +121,17 @@ class Operand:
 
     binding: int
     element_type: str
-    shape: tuple[int, ...]
-    map: AffineMap
+    shape: tuple[Extent, ...]
+    map: AffineMap | None
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
 
     @property
     def byte_size(self) -> int:
-        return math.prod(self.shape) * element_byte_size(self.element_type)
+        """Static operands only."""
+        return math.prod(self.shape) * element_byte_size(self.element_type)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -69,26 +142,93 @@ class Op:
     operands: tuple[int, ...]
     result_type: str
     predicate: str = ""          # arith.cmpf / arith.cmpi
-    int_value: int = 0           # arith.constant (integer or i1), linalg.index (dimension)
+    int_value: int = 0           # arith.constant (integer or i1), linalg.index, tensor.extract, kernel.param
     float_value: float = 0.0     # arith.constant (float)
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """One workgroup-count axis: ceil(prod(loop_ranges[d] for d in dims) / divisor)."""
+
+    dims: tuple[int, ...]
+    divisor: int = 1
+
+
+@dataclass(frozen=True)
+class Grid:
+    """How many workgroups a dispatch launches, as a rule the host evaluates once extents are known.
+
+    `linear`: only axis x is used and may exceed a device's 65535 limit; the host launches
+    (min(n, 65535), ceil(n / 65535), 1) and the kernel recovers id = x + y * 65535 (guarding
+    id < n). Otherwise each axis is launched as computed.
+    """
+
+    x: GridAxis
+    y: GridAxis = GridAxis(())
+    z: GridAxis = GridAxis(())
+    linear: bool = False
+
+    def counts(self, loop_ranges: tuple[int, ...]) -> tuple[int, int, int]:
+        """The launch for concrete loop ranges."""
+        def axis(a: GridAxis) -> int:
+            n = math.prod(loop_ranges[d] for d in a.dims)
+            return -(-n // a.divisor)
+        x, y, z = axis(self.x), axis(self.y), axis(self.z)
+        if self.linear and x > 65535:
+            return 65535, -(-x // 65535), 1
+        return x, y, z
 
 
 @dataclass
 class Kernel:
     name: str
-    loop_ranges: tuple[int, ...]
+    loop_ranges: tuple[Extent, ...]
     inputs: list[Operand]
     outputs: list[Operand]
     ops: list[Op] = field(default_factory=list)
     yields: list[int] = field(default_factory=list)
+    iterator_types: tuple[str, ...] = ()
+    params: tuple[Param, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.iterator_types:
+            self.iterator_types = ("parallel",) * len(self.loop_ranges)
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(r, int) for r in self.loop_ranges)
 
     @property
     def iteration_count(self) -> int:
-        return math.prod(self.loop_ranges)
+        """Static kernels only."""
+        return math.prod(self.loop_ranges)  # type: ignore[arg-type]
 
     @property
     def binding_count(self) -> int:
         return len(self.inputs) + len(self.outputs)
+
+    @property
+    def parallel_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.iterator_types) if t == "parallel")
+
+    @property
+    def reduction_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.iterator_types) if t == "reduction")
+
+    @property
+    def push_constant_bytes(self) -> int:
+        offset = 0
+        for p in self.params:
+            offset = -(-offset // p.byte_size) * p.byte_size + p.byte_size
+        return offset
+
+    def param_offsets(self) -> list[int]:
+        offsets, offset = [], 0
+        for p in self.params:
+            offset = -(-offset // p.byte_size) * p.byte_size
+            offsets.append(offset)
+            offset += p.byte_size
+        return offsets
 
     def value_type(self, value: int) -> str:
         """The scalar type of body value `value`."""
@@ -97,7 +237,60 @@ class Kernel:
             return operands[value].element_type
         return self.ops[value - len(operands)].result_type
 
+    def validate(self) -> None:
+        """Raise ValueError if the kernel breaks the rules in this module's docstring."""
+        n = len(self.loop_ranges)
+        names = {p.name: p for p in self.params}
+        if len(self.iterator_types) != n or any(t not in ITERATOR_TYPES for t in self.iterator_types):
+            raise ValueError(f"kernel {self.name}: bad iterator types {self.iterator_types}")
+        for r in self.loop_ranges:
+            if isinstance(r, str) and (r not in names or names[r].type != "index"):
+                raise ValueError(f"kernel {self.name}: loop range '{r}' is not an index param")
+            if isinstance(r, int) and r < 0:
+                raise ValueError(f"kernel {self.name}: negative loop range {r}")
+        for role, operands in (("input", self.inputs), ("output", self.outputs)):
+            for k, o in enumerate(operands):
+                if o.element_type not in SCALAR_TYPES:
+                    raise ValueError(f"kernel {self.name}: {role} {k} has type {o.element_type}")
+                for d in o.shape:
+                    if isinstance(d, str) and d not in names:
+                        raise ValueError(f"kernel {self.name}: {role} {k} extent '{d}' unknown")
+                if o.map is None:
+                    if role == "output":
+                        raise ValueError(f"kernel {self.name}: output {k} has no map")
+                    continue
+                m = o.map
+                if m.num_dims != n or m.num_symbols not in (0, len(self.params)) \
+                        or len(m.rows) != len(o.shape) \
+                        or any(len(row) != n + m.num_symbols + 1 for row in m.rows):
+                    raise ValueError(f"kernel {self.name}: {role} {k} map does not fit")
+                if role == "output" and m.used_dims() & set(self.reduction_dims):
+                    raise ValueError(f"kernel {self.name}: output {k} map uses a reduction loop")
+        if len(self.yields) != len(self.outputs):
+            raise ValueError(f"kernel {self.name}: {len(self.yields)} yields for "
+                             f"{len(self.outputs)} outputs")
+        base = len(self.inputs) + len(self.outputs)
+        gathered = {k for k, o in enumerate(self.inputs) if o.map is None}
+        for i, op in enumerate(self.ops):
+            if op.name not in BODY_OPS:
+                raise ValueError(f"kernel {self.name}: unknown body op {op.name}")
+            if op.result_type not in SCALAR_TYPES:
+                raise ValueError(f"kernel {self.name}: op {op.name} has type {op.result_type}")
+            for v in op.operands:
+                if not 0 <= v < base + i or v in gathered:
+                    raise ValueError(f"kernel {self.name}: op {i} ({op.name}) uses value {v}")
+            if op.name == "tensor.extract" and op.int_value not in gathered:
+                raise ValueError(f"kernel {self.name}: tensor.extract of input {op.int_value}, "
+                                 "which is not a gather input")
+            if op.name == "kernel.param" and not 0 <= op.int_value < len(self.params):
+                raise ValueError(f"kernel {self.name}: kernel.param {op.int_value} out of range")
+            if op.name == "linalg.index" and not 0 <= op.int_value < n:
+                raise ValueError(f"kernel {self.name}: linalg.index {op.int_value} out of range")
+        for v in self.yields:
+            if not 0 <= v < base + len(self.ops) or v in gathered:
+                raise ValueError(f"kernel {self.name}: yield of value {v}")
+
 
 def element_byte_size(element_type: str) -> int:
     return {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4,
-            "f64": 8}[element_type]
+            "f64": 8, "index": 4}[element_type]
