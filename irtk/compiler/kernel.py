@@ -28,7 +28,8 @@ Dynamic extents. A loop range or operand dimension may be a parameter name inste
 8). Index arithmetic is 32-bit signed ("index" is i32 on every target).
 
 Storage. Tensor elements are stored densely, row-major, in their own width: i1 as one byte
-(0 or 1), i8/i16/i32/i64, f16/bf16/f32/f64, "index" as i32. Where a device lacks a type the code
+(0 or 1), i8/i16/i32/i64, f16/bf16/f32/f64, f8 types as one byte, "index" as i32; i4 and
+f4E2M1FN are packed two per byte, element 2k in the low nibble of byte k. Where a device lacks a type the code
 generator emulates it in 32-bit code or refuses with the missing feature named.
 """
 from __future__ import annotations
@@ -37,8 +38,11 @@ import math
 from dataclasses import dataclass, field
 
 # Scalar types a kernel body computes in and tensors store.
-INT_TYPES = ("i1", "i8", "i16", "i32", "i64")
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+INT_TYPES = ("i1", "i4", "i8", "i16", "i32", "i64")
+# Small floats are computed in f32 registers holding exactly representable values: every op
+# that produces one rounds its f32 result to the type (as arith.truncf would).
+SMALL_FLOAT_TYPES = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN")
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64") + SMALL_FLOAT_TYPES
 SCALAR_TYPES = INT_TYPES + FLOAT_TYPES + ("index",)
 
 ITERATOR_TYPES = ("parallel", "reduction")
@@ -131,7 +135,7 @@ class Operand:
     @property
     def byte_size(self) -> int:
         """Static operands only."""
-        return math.prod(self.shape) * element_byte_size(self.element_type)  # type: ignore[arg-type]
+        return storage_bytes(self.element_type, math.prod(self.shape))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,24 @@ class Kernel:
                 raise ValueError(f"kernel {self.name}: yield of value {v}")
 
 
+_BITS = {"i1": 8, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16,
+         "f32": 32, "f64": 64, "index": 32, "f4E2M1FN": 4,
+         **{t: 8 for t in SMALL_FLOAT_TYPES if t.startswith("f8")}}
+
+
+def element_bit_width(element_type: str) -> int:
+    """Storage bits per element (i1 takes a whole byte; i4/f4 are packed)."""
+    return _BITS[element_type]
+
+
 def element_byte_size(element_type: str) -> int:
-    return {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4,
-            "f64": 8, "index": 4}[element_type]
+    """Bytes per element for byte-sized types; sub-byte types raise (use storage_bytes)."""
+    bits = _BITS[element_type]
+    if bits < 8:
+        raise ValueError(f"{element_type} is packed {8 // bits} per byte; use storage_bytes")
+    return bits // 8
+
+
+def storage_bytes(element_type: str, count: int) -> int:
+    """Bytes that `count` elements occupy."""
+    return -(-count * _BITS[element_type] // 8)

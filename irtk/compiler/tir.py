@@ -136,6 +136,9 @@ class Program:
     functions: list[Function]
     globals: list[Global] = field(default_factory=list)
     filename: str = "<string>"
+    # Functions the importer could not lower, by name: "file:line:col: error: ..." messages.
+    # One unsupported function never takes the rest of the file down with it.
+    unsupported: dict[str, str] = field(default_factory=dict)
 
     def function(self, name: str) -> Function:
         for f in self.functions:
