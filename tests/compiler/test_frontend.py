@@ -46,3 +46,26 @@ def test_type_mismatch_is_a_verification_error_with_location():
     with pytest.raises(ParseError) as e:
         parse_mlir(text, "types.mlir")
     assert str(e.value).startswith("types.mlir:2:3: error:")
+
+
+def test_parse_program_imports_into_tir():
+    from irtk.compiler import tir
+    from irtk.compiler.frontend import parse_program
+    program = parse_program(GOOD, "good.mlir")
+    fn = program.function("main")
+    assert [op.kind for op in fn.body.ops] == ["empty", "generic", "return"]
+    generic = fn.body.ops[1]
+    assert [op.name for op in generic.attrs["ops"]] == ["math.exp"]
+    assert generic.location == "good.mlir:3:3"
+    assert fn.result_types == [tir.TensorType((4,), "f32")]
+
+
+def test_index_division_by_zero_is_not_folded():
+    from irtk.compiler.frontend import parse_program
+    program = parse_program("""func.func @main() -> index {
+  %a = arith.constant 4 : index
+  %z = arith.constant 0 : index
+  %q = arith.divui %a, %z : index
+  return %q : index
+}""", "div.mlir")
+    assert "arith.divui" in [op.kind for op in program.function("main").body.ops]

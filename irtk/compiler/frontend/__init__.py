@@ -1,4 +1,14 @@
-"""Front end: MLIR text -> verified xDSL module, with source locations kept for diagnostics."""
+"""Front end: MLIR text -> verified xDSL module (parser.py) -> TIR (importer.py), with source
+locations kept for diagnostics."""
+from irtk.compiler import tir
+from irtk.compiler.frontend.importer import import_program
 from irtk.compiler.frontend.parser import SourceMap, parse_mlir
 
-__all__ = ["SourceMap", "parse_mlir"]
+
+def parse_program(text: str, filename: str = "<string>") -> tir.Program:
+    """Parse MLIR text and import it; raises irtk.ParseError for text that does not parse."""
+    module, source_map = parse_mlir(text, filename)
+    return import_program(module, source_map, filename)
+
+
+__all__ = ["SourceMap", "import_program", "parse_mlir", "parse_program"]

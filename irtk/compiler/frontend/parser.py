@@ -7,13 +7,16 @@ op starts; later phases report unsupported ops at that place through the `Source
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type,
+                                   IntegerType, ModuleOp, ReducedPrecisionFloatType, Signedness)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
@@ -62,16 +65,55 @@ class SourceMap:
         return f"{self.location(op)}: error: {message}"
 
 
+class _HexElement(Parser._TensorLiteralElement):
+    """A dense literal element written in hex: for a float type MLIR reads it as the bit
+    pattern (`0x7C : f8E5M2` is +inf), which xDSL reads as an integer value instead."""
+
+    def to_type(self, parser, type):  # type: ignore[override]
+        if isinstance(type, ReducedPrecisionFloatType):
+            return type.decode_bits(int(self.value))
+        formats = {16: ("<H", "<e"), 32: ("<I", "<f"), 64: ("<Q", "<d")}
+        if isinstance(type, (Float16Type, Float32Type, Float64Type)):
+            raw, real = formats[type.bitwidth]
+            return struct.unpack(real, struct.pack(raw, int(self.value)))[0]
+        if isinstance(type, BFloat16Type):
+            return struct.unpack("<f", struct.pack("<I", int(self.value) << 16))[0]
+        if isinstance(type, IntegerType):
+            # Hex integers are bit patterns too: 0xCA in i8 is -54.
+            width = type.width.data
+            value = int(self.value) & ((1 << width) - 1)
+            if type.signedness.data != Signedness.UNSIGNED and width > 1 \
+                    and value >= 1 << (width - 1):
+                value -= 1 << width
+            return value
+        return super().to_type(parser, type)
+
+
 class _LocatingParser(Parser):
-    """xDSL's parser, recording the start offset of every op it parses."""
+    """xDSL's parser, recording the start offset of every op it parses, and reading hex dense
+    elements as bit patterns."""
 
     source_map: SourceMap
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except (XdslParseError, ParseError):
+            raise
+        except Exception as e:  # an op's own parser or constructor failing: locate it
+            line, col = self.source_map.line_col(start)
+            raise ParseError(f"{self.source_map.filename}:{line}:{col}: error: "
+                             f"{_first_line(str(e)) or type(e).__name__}") from None
         self.source_map.record(op, start)
         return op
+
+    def _parse_tensor_literal_element(self):  # type: ignore[override]
+        token = self._current_token
+        element = super()._parse_tensor_literal_element()
+        if token.kind == MLIRTokenKind.INTEGER_LIT and token.text.lower().startswith("0x"):
+            return _HexElement(element.is_negative, element.value, element.span)
+        return element
 
 
 _CONTEXT: Context | None = None
@@ -81,9 +123,9 @@ def _context() -> Context:
     global _CONTEXT
     if _CONTEXT is None:
         ctx = Context()
+        from irtk.compiler.frontend.dialects import DIALECTS, OPS
         for name, factory in get_all_dialects().items():
-            ctx.register_dialect(name, factory)
-        from irtk.compiler.frontend.dialects import OPS
+            ctx.register_dialect(name, DIALECTS.get(name, factory))
         for op in OPS:
             ctx.load_op(op)
         _CONTEXT = ctx
@@ -97,6 +139,8 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     parser.source_map = source_map
     try:
         module = parser.parse_module()
+    except ParseError:
+        raise
     except XdslParseError as e:
         offset = _unregistered_op_offset(text, e.span.start, e.msg)
         line, col = source_map.line_col(offset)

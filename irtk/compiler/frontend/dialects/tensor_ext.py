@@ -1,0 +1,45 @@
+"""`tensor` ops missing from xDSL 0.75."""
+from __future__ import annotations
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_op_definition
+class BitcastOp(IRDLOperation):
+    """`tensor.bitcast %t : tensor<4xi32> to tensor<4xf32>`: elementwise bitcast between
+    element types of one width."""
+
+    name = "tensor.bitcast"
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "BitcastOp":
+        name = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source = parser.parse_type()
+        parser.parse_keyword("to")
+        result = parser.parse_type()
+        op = cls(operands=[parser.resolve_operand(name, source)], result_types=[result])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if self.source.type.get_shape() != self.result.type.get_shape():  # type: ignore[attr-defined]
+            raise VerifyException("tensor.bitcast keeps the shape")
+
+
+OPS = [BitcastOp]

@@ -1,0 +1,534 @@
+"""MLIR (as parsed by xDSL) -> TIR (irtk/compiler/tir.py), normalizing on the way.
+
+Every named linalg op and every tensor op that computes contents becomes one or more `generic`s
+(named_ops.py, tensor_ops.py); host scalars stay host ops; constants become numpy arrays. A
+function that uses something the importer cannot lower is recorded in `Program.unsupported`
+with a located message, and the rest of the file still imports.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, scf, tensor
+from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, FloatAttr, IndexType, IntegerAttr,
+                                   IntegerType, ModuleOp, TensorType)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
+
+from irtk.compiler import kernel, tir
+from irtk.compiler.frontend import named_ops, tensor_ops
+from irtk.compiler.frontend.body import Body, Unsupported, is_float
+from irtk.compiler.frontend.dialects import check, flow, util
+from irtk.compiler.frontend.dialects.linalg import GenericOp, IndexOp, NamedOp, PackOp, UnpackOp
+from irtk.compiler.frontend.parser import SourceMap
+
+# numpy dtype holding each element type's values (small floats: float32 of exact values).
+NUMPY_DTYPES = {"i1": np.int8, "i4": np.int8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+                "i64": np.int64, "index": np.int64, "f16": np.float16, "bf16": np.float32,
+                "f32": np.float32, "f64": np.float64,
+                **{t: np.float32 for t in kernel.SMALL_FLOAT_TYPES}}
+
+_CMPI = arith.CMPI_COMPARISON_OPERATIONS
+_CMPF = arith.CMPF_COMPARISON_OPERATIONS
+
+
+def element_type_name(t: Attribute, op: Operation | None = None) -> str:
+    """The kernel IR's name for a scalar xDSL type; Unsupported if it has none."""
+    if isinstance(t, IndexType):
+        return "index"
+    if isinstance(t, IntegerType):
+        name = f"i{t.width.data}"
+    else:
+        name = getattr(t, "name", str(t))
+    if name not in kernel.SCALAR_TYPES:
+        raise Unsupported(f"element type {name} is not supported", op)
+    return name
+
+
+def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
+    if isinstance(t, TensorType):
+        shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
+        return tir.TensorType(shape, element_type_name(t.element_type, op))
+    if isinstance(t, (IndexType, IntegerType)) or t.name in kernel.SCALAR_TYPES:  # type: ignore[attr-defined]
+        return tir.ScalarType(element_type_name(t, op))
+    raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)
+
+
+def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray:
+    """A dense attribute's values as a numpy array of `NUMPY_DTYPES[element type]`."""
+    elt = t.element_type
+    dtype = NUMPY_DTYPES[elt]
+    shape = tuple(attr.get_type().get_shape())
+    raw = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
+           "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64}.get(elt)
+    data = attr.data.data
+    count = int(np.prod(shape))
+    if raw is not None and len(data) == count * np.dtype(raw).itemsize:
+        return np.frombuffer(data, dtype=raw).reshape(shape).astype(dtype)
+    return np.array(attr.get_values(), dtype=np.float64 if is_float(elt) else np.int64) \
+        .reshape(shape).astype(dtype)
+
+
+def affine_map(m, op: Operation | None = None) -> kernel.AffineMap:
+    """xDSL AffineMap (dims, constants, +, * by a constant) -> kernel.AffineMap."""
+    if m.num_symbols:
+        raise Unsupported("affine maps with symbols are not supported", op)
+    n = m.num_dims
+
+    def row(e) -> list[int]:
+        if isinstance(e, AffineDimExpr):
+            r = [0] * (n + 1)
+            r[e.position] = 1
+            return r
+        if isinstance(e, AffineConstantExpr):
+            return [0] * n + [e.value]
+        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+            return [a + b for a, b in zip(row(e.lhs), row(e.rhs))]
+        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul:
+            lhs, rhs = row(e.lhs), row(e.rhs)
+            if not any(rhs[:n]):
+                return [x * rhs[n] for x in lhs]
+            if not any(lhs[:n]):
+                return [x * lhs[n] for x in rhs]
+        raise Unsupported(f"affine expression {e} is not supported", op)
+    return kernel.AffineMap(n, tuple(tuple(row(e)) for e in m.results))
+
+
+class FunctionImporter:
+    """Imports one func.func; the named-op and tensor-op lowerings call back into it."""
+
+    def __init__(self, program: "ProgramImporter", fn: func.FuncOp) -> None:
+        self.program = program
+        self.source_map = program.source_map
+        self.fn = fn
+        self.values: dict[SSAValue, tir.Value] = {}
+        self.constants: dict[int, Any] = {}     # tir.Value.id -> folded scalar value
+        self.region_stack: list[tir.Region] = []
+
+    # ---- helpers for lowerings ----------------------------------------------------------
+    def loc(self, op: Operation | None) -> str:
+        return self.source_map.location(op)
+
+    def value(self, v: SSAValue) -> tir.Value:
+        return self.values[v]
+
+    def emit(self, kind: str, operands, result_types, op: Operation | None, **attrs) -> tir.Op:
+        top = tir.Op(kind, list(operands), [tir.Value(t) for t in result_types], dict(attrs),
+                     [], self.loc(op))
+        self.region_stack[-1].ops.append(top)
+        return top
+
+    def index_const(self, n: int, op: Operation | None) -> tir.Value:
+        v = self.emit("constant", [], [tir.ScalarType("index")], op, value=int(n),
+                      unfoldable=False).result
+        self.constants[v.id] = int(n)
+        return v
+
+    def dims(self, v: tir.Value, op: Operation | None) -> list[int | tir.Value]:
+        """Each dim of tensor `v`: an int if static, else a host tensor.dim value."""
+        assert isinstance(v.type, tir.TensorType)
+        out: list[int | tir.Value] = []
+        for i, d in enumerate(v.type.shape):
+            if d is not None:
+                out.append(d)
+            else:
+                out.append(self.emit("tensor.dim", [v, self.index_const(i, op)],
+                                     [tir.ScalarType("index")], op).result)
+        return out
+
+    def empty(self, dims: list[int | tir.Value], elt: str, op: Operation | None) -> tir.Value:
+        shape = tuple(d if isinstance(d, int) else None for d in dims)
+        dyn = [d for d in dims if not isinstance(d, int)]
+        return self.emit("empty", dyn, [tir.TensorType(shape, elt)], op).result
+
+    def index_value(self, d: int | tir.Value, op: Operation | None) -> tir.Value:
+        return self.index_const(d, op) if isinstance(d, int) else d
+
+    def host_arith(self, name: str, a: tir.Value, b: tir.Value, op: Operation | None) -> tir.Value:
+        """A host index op, folded when both sides are known constants."""
+        ca, cb = self.constants.get(a.id), self.constants.get(b.id)
+        if ca is not None and cb is not None and name in _FOLD:
+            try:
+                return self.index_const(_FOLD[name](ca, cb), op)
+            except ZeroDivisionError:
+                pass
+        return self.emit(name, [a, b], [tir.ScalarType("index")], op).result
+
+    def capture(self, body: Body, captures: list[tir.Value], v: tir.Value) -> int:
+        """A host scalar in a body: inlined if it is a folded constant, else a kernel.param."""
+        assert isinstance(v.type, tir.ScalarType)
+        if v.id in self.constants:
+            return body.const(self.constants[v.id], v.type.name)
+        for k, c in enumerate(captures):
+            if c is v:
+                return body.param(k, v.type.name)
+        captures.append(v)
+        return body.param(len(captures) - 1, v.type.name)
+
+    def generic(self, inputs: list[tuple[tir.Value, kernel.AffineMap | None]],
+                outputs: list[tuple[tir.Value, kernel.AffineMap]], iterator_types,
+                body: Body, yields: list[int], captures: list[tir.Value],
+                op: Operation | None) -> list[tir.Value]:
+        assert body.num_inputs == len(inputs) and body.num_outputs == len(outputs)
+        top = self.emit("generic", [v for v, _ in inputs] + [v for v, _ in outputs] + captures,
+                        [v.type for v, _ in outputs], op,
+                        num_inputs=len(inputs), num_captures=len(captures),
+                        maps=[m for _, m in inputs] + [m for _, m in outputs],
+                        iterator_types=list(iterator_types), ops=list(body.ops),
+                        yields=list(yields))
+        return top.results
+
+    # ---- functions and regions ---------------------------------------------------------
+    def run(self) -> tir.Function:
+        fn = self.fn
+        block = fn.body.blocks[0]
+        args = []
+        for a in block.args:
+            args.append(tir.Value(convert_type(a.type, fn)))
+            self.values[a] = args[-1]
+        region = tir.Region(args)
+        self.region_stack.append(region)
+        for op in block.ops:
+            self.op(op)
+        self.region_stack.pop()
+        result_types = [convert_type(t, fn) for t in fn.function_type.outputs.data]
+        visibility = fn.sym_visibility.data if fn.sym_visibility is not None else "public"
+        return tir.Function(fn.sym_name.data, args, result_types, region,
+                            public=visibility == "public", location=self.loc(fn))
+
+    def region(self, block: Block) -> tir.Region:
+        args = []
+        for a in block.args:
+            args.append(tir.Value(convert_type(a.type, block.parent_op())))
+            self.values[a] = args[-1]
+        region = tir.Region(args)
+        self.region_stack.append(region)
+        for op in block.ops:
+            self.op(op)
+        self.region_stack.pop()
+        return region
+
+    def bind(self, op: Operation, values: list[tir.Value]) -> None:
+        for r, v in zip(op.results, values):
+            self.values[r] = v
+
+    # ---- one op --------------------------------------------------------------------------
+    def op(self, op: Operation) -> None:
+        name = op.name
+        if isinstance(op, GenericOp):
+            self.bind(op, self.linalg_generic(op))
+        elif isinstance(op, NamedOp):
+            self.bind(op, named_ops.lower(self, op))
+        elif isinstance(op, PackOp):
+            self.bind(op, [tensor_ops.pack(self, op)])
+        elif isinstance(op, UnpackOp):
+            self.bind(op, [tensor_ops.unpack(self, op)])
+        elif name.startswith("tensor.") and name in tensor_ops.LOWERINGS:
+            self.bind(op, tensor_ops.LOWERINGS[name](self, op))
+        elif isinstance(op, arith.ConstantOp):
+            self.constant(op, op.value, unfoldable=False)
+        elif isinstance(op, util.UnfoldableConstantOp):
+            self.constant(op, op.value, unfoldable=True)
+        elif isinstance(op, flow.TensorDynamicConstantOp):
+            t = convert_type(op.result.type, op)
+            value = dense_array(op.value, convert_type(op.value.get_type(), op))  # type: ignore[arg-type]
+            self.bind(op, self.emit("constant", [], [t], op, value=value, unfoldable=True).results)
+        elif isinstance(op, util.OptimizationBarrierOp):
+            self.bind(op, self.emit("barrier", [self.value(v) for v in op.operands],
+                                    [self.value(v).type for v in op.operands], op).results)
+        elif isinstance(op, flow.TensorTieShapeOp):
+            self.bind(op, self.emit("tie_shape", [self.value(v) for v in op.operands],
+                                    [convert_type(op.result.type, op)], op).results)
+        elif isinstance(op, flow.TensorBitCastOp):
+            self.bind(op, [tensor_ops.flow_bitcast(self, op)])
+        elif isinstance(op, util.GlobalLoadOp):
+            self.bind(op, self.emit("global.load", [], [convert_type(op.result.type, op)], op,
+                                    name=op.global_.root_reference.data).results)
+        elif isinstance(op, util.GlobalStoreOp):
+            self.emit("global.store", [self.value(op.value)], [], op,
+                      name=op.global_.root_reference.data)
+        elif isinstance(op, check._CheckOp):
+            self.check(op)
+        elif isinstance(op, func.CallOp):
+            self.bind(op, self.emit("call", [self.value(v) for v in op.arguments],
+                                    [convert_type(r.type, op) for r in op.results], op,
+                                    callee=op.callee.root_reference.data).results)
+        elif isinstance(op, func.ReturnOp):
+            self.emit("return", [self.value(v) for v in op.operands], [], op)
+        elif isinstance(op, (scf.YieldOp, scf.ConditionOp)):
+            self.emit(name, [self.value(v) for v in op.operands], [], op)
+        elif isinstance(op, scf.ForOp):
+            top = self.emit("scf.for", [self.value(v) for v in op.operands],
+                            [convert_type(r.type, op) for r in op.results], op)
+            top.regions.append(self.region(op.body.blocks[0]))
+            self.bind(op, top.results)
+        elif isinstance(op, scf.IfOp):
+            top = self.emit("scf.if", [self.value(op.cond)],
+                            [convert_type(r.type, op) for r in op.results], op)
+            for r in (op.true_region, op.false_region):
+                top.regions.append(self.region(r.blocks[0]) if r.blocks else tir.Region())
+            self.bind(op, top.results)
+        elif isinstance(op, scf.WhileOp):
+            top = self.emit("scf.while", [self.value(v) for v in op.arguments],
+                            [convert_type(r.type, op) for r in op.results], op)
+            top.regions.append(self.region(op.before_region.blocks[0]))
+            top.regions.append(self.region(op.after_region.blocks[0]))
+            self.bind(op, top.results)
+        elif name.startswith(("arith.", "math.")):
+            self.arith(op)
+        else:
+            raise Unsupported(f"unsupported op '{name}'", op)
+
+    def constant(self, op: Operation, attr: Attribute, unfoldable: bool) -> None:
+        t = convert_type(op.results[0].type, op)
+        if isinstance(t, tir.TensorType):
+            if not isinstance(attr, DenseIntOrFPElementsAttr):
+                raise Unsupported(f"constant attribute {attr} is not supported", op)
+            value: Any = dense_array(attr, t)
+        elif isinstance(attr, FloatAttr):
+            value = float(attr.value.data)
+        elif isinstance(attr, IntegerAttr):
+            value = int(attr.value.data)
+        else:
+            raise Unsupported(f"constant attribute {attr} is not supported", op)
+        result = self.emit("constant", [], [t], op, value=value, unfoldable=unfoldable).result
+        if not unfoldable and isinstance(t, tir.ScalarType):
+            self.constants[result.id] = value
+        self.values[op.results[0]] = result
+
+    def check(self, op: check._CheckOp) -> None:
+        lhs = self.value(op.operands[0])
+        attrs: dict[str, Any] = {}
+        if op.HAS_TOLERANCE:   # IREE's defaults: atol 1e-4, rtol 0
+            for key, default in (("atol", 1e-4), ("rtol", 0.0)):
+                given = op.attributes.get(key)
+                attrs[key] = float(given.value.data) if given is not None else default  # type: ignore[attr-defined]
+        if op.HAS_CONST:
+            attr = op.attributes["value"]
+            t = convert_type(attr.get_type(), op)  # type: ignore[attr-defined]
+            rhs = self.emit("constant", [], [t], op, value=dense_array(attr, t),  # type: ignore[arg-type]
+                            unfoldable=False).result
+            self.emit(op.name.removesuffix("_const"), [lhs, rhs], [], op, **attrs)
+        else:
+            self.emit(op.name, [self.value(v) for v in op.operands], [], op, **attrs)
+
+    def arith(self, op: Operation) -> None:
+        """An arith/math op: on scalars a host op; on tensors an elementwise generic."""
+        result_type = convert_type(op.results[0].type, op)
+        operands = [self.value(v) for v in op.operands]
+        if isinstance(result_type, tir.TensorType) or any(
+                isinstance(v.type, tir.TensorType) for v in operands):
+            self.bind(op, [self.elementwise(op, operands, result_type)])
+            return
+        if op.name not in kernel.BODY_OPS or op.name in ("linalg.index", "tensor.extract",
+                                                         "kernel.param"):
+            raise Unsupported(f"unsupported op '{op.name}' on host scalars", op)
+        attrs = body_op_attrs(op)
+        folded = self.fold(op.name, operands, attrs)
+        if folded is not None:
+            self.values[op.results[0]] = self.index_const(folded, op)
+            return
+        top = self.emit(op.name, operands, [result_type], op, **attrs)
+        self.values[op.results[0]] = top.result
+
+    def fold(self, name: str, operands: list[tir.Value], attrs: dict) -> int | None:
+        """Fold index arithmetic on known constants (keeps static shapes static)."""
+        if name not in _FOLD or not operands or any(
+                v.id not in self.constants or v.type != tir.ScalarType("index") for v in operands):
+            return None
+        try:
+            return _FOLD[name](*(self.constants[v.id] for v in operands))
+        except ZeroDivisionError:   # left to run time, as MLIR leaves it undefined
+            return None
+
+    def elementwise(self, op: Operation, operands: list[tir.Value],
+                    result_type: tir.Type) -> tir.Value:
+        if not isinstance(result_type, tir.TensorType):
+            raise Unsupported(f"'{op.name}' mixes tensors and scalars", op)
+        rank = len(result_type.shape)
+        ident = kernel.AffineMap.identity(rank)
+        source = next(v for v in operands if isinstance(v.type, tir.TensorType))
+        dims = self.dims(source, op)
+        init = self.empty(dims, result_type.element_type, op)
+        body = Body(len(operands), 1)
+        args = [body.arg(i) for i in range(len(operands))]
+        types = [v.type.element_type for v in operands]  # type: ignore[union-attr]
+        result = translate_scalar_op(body, op, args, types, result_type.element_type)
+        return self.generic([(v, ident) for v in operands], [(init, ident)],
+                            ["parallel"] * rank, body, [result], [], op)[0]
+
+    # ---- linalg.generic -----------------------------------------------------------------
+    def linalg_generic(self, op: GenericOp) -> list[tir.Value]:
+        maps = [affine_map(m.data, op) for m in op.indexing_maps]
+        iterators = [t.data.value for t in op.iterator_types]
+        if any(t not in kernel.ITERATOR_TYPES for t in iterators):
+            raise Unsupported("only parallel and reduction iterators are supported", op)
+        n_in = len(op.inputs)
+        tensor_inputs: list[tuple[tir.Value, kernel.AffineMap | None]] = []
+        scalar_inputs: dict[int, tir.Value] = {}
+        for i, v in enumerate(op.inputs):
+            value = self.value(v)
+            if isinstance(value.type, tir.TensorType):
+                tensor_inputs.append((value, maps[i]))
+            else:
+                scalar_inputs[i] = value
+        block = op.body.blocks[0]
+        # Tensors from outside the body that it reads with tensor.extract become gather inputs.
+        gathers: list[SSAValue] = []
+        for bop in block.walk():
+            if isinstance(bop, tensor.ExtractOp) and bop.tensor not in block.args \
+                    and bop.tensor not in gathers:
+                gathers.append(bop.tensor)
+        inputs = tensor_inputs + [(self.value(g), None) for g in gathers]
+        outputs = [(self.value(v), maps[n_in + k]) for k, v in enumerate(op.outputs)]
+        body = Body(len(inputs), len(outputs))
+        captures: list[tir.Value] = []
+        env: dict[SSAValue, int] = {}
+        pos = 0
+        for i in range(n_in):
+            if i in scalar_inputs:
+                env[block.args[i]] = self.capture(body, captures, scalar_inputs[i])
+            else:
+                env[block.args[i]] = body.arg(pos)
+                pos += 1
+        for k in range(len(outputs)):
+            env[block.args[n_in + k]] = body.out(k)
+        gather_pos = {g: len(tensor_inputs) + j for j, g in enumerate(gathers)}
+        yields = translate_block(self, body, block, env, captures, gather_pos)
+        return self.generic(inputs, outputs, iterators, body, yields, captures, op)
+
+
+_FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+         "arith.muli": lambda a, b: a * b,
+         "arith.ceildivui": lambda a, b: -(-a // b), "arith.ceildivsi": lambda a, b: -(-a // b),
+         "arith.divui": lambda a, b: a // b, "arith.floordivsi": lambda a, b: a // b,
+         "arith.remui": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min,
+         "arith.maxsi": max, "arith.minsi": min}
+
+
+def body_op_attrs(op: Operation) -> dict[str, Any]:
+    """The kernel-Op attributes of an arith op (predicate, constant value)."""
+    if isinstance(op, arith.CmpiOp):
+        return {"predicate": _CMPI[op.predicate.value.data]}
+    if isinstance(op, arith.CmpfOp):
+        return {"predicate": _CMPF[op.predicate.value.data]}
+    return {}
+
+
+def translate_scalar_op(body: Body, op: Operation, args: list[int], arg_types: list[str],
+                        result_type: str) -> int:
+    """One scalar arith/math op into `body` (scaling_extf/truncf expanded)."""
+    if op.name == "arith.scaling_extf":
+        x = body.cast(args[0], arg_types[0], result_type)
+        s = body.cast(args[1], arg_types[1], result_type)
+        return body.add("arith.mulf", (x, s), result_type)
+    if op.name == "arith.scaling_truncf":
+        s = body.cast(args[1], arg_types[1], arg_types[0])
+        q = body.add("arith.divf", (args[0], s), arg_types[0])
+        return body.cast(q, arg_types[0], result_type)
+    if op.name not in kernel.BODY_OPS or op.name in ("linalg.index", "tensor.extract",
+                                                     "kernel.param"):
+        raise Unsupported(f"unsupported op '{op.name}' in a generic body", op)
+    attrs = body_op_attrs(op)
+    return body.add(op.name, args, result_type, predicate=attrs.get("predicate", ""))
+
+
+def translate_block(imp: FunctionImporter, body: Body, block: Block, env: dict[SSAValue, int],
+                    captures: list[tir.Value], gather_pos: dict[SSAValue, int]) -> list[int]:
+    """An MLIR body block into `body`; returns the yielded values."""
+    from xdsl.dialects.linalg import ops as xops
+
+    def use(v: SSAValue, user: Operation) -> int:
+        if v in env:
+            return env[v]
+        owner = v.owner
+        if isinstance(owner, arith.ConstantOp) and not isinstance(v.type, TensorType):
+            env[v] = scalar_constant(body, owner)
+            return env[v]
+        if v in imp.values:
+            host = imp.values[v]
+            if isinstance(host.type, tir.ScalarType):
+                env[v] = imp.capture(body, captures, host)
+                return env[v]
+        raise Unsupported("a generic body uses a tensor or value it cannot read", user)
+
+    for bop in block.ops:
+        if isinstance(bop, (xops.YieldOp, tensor.YieldOp)):
+            return [use(v, bop) for v in bop.operands]
+        if bop.regions:
+            raise Unsupported(f"'{bop.name}' with regions inside a generic body", bop)
+        if isinstance(bop, IndexOp):
+            env[bop.result] = body.index(bop.dim.value.data)
+        elif isinstance(bop, arith.ConstantOp):
+            env[bop.result] = scalar_constant(body, bop)
+        elif isinstance(bop, tensor.ExtractOp):
+            env[bop.result] = body.extract(gather_pos[bop.tensor],
+                                           [use(i, bop) for i in bop.indices],
+                                           element_type_name(bop.result.type, bop))
+        else:
+            args = [use(v, bop) for v in bop.operands]
+            types = [element_type_name(v.type, bop) for v in bop.operands]
+            env[bop.results[0]] = translate_scalar_op(
+                body, bop, args, types, element_type_name(bop.results[0].type, bop))
+    raise Unsupported("a generic body without a terminator", block.parent_op())
+
+
+def scalar_constant(body: Body, op: arith.ConstantOp) -> int:
+    t = element_type_name(op.result.type, op)
+    attr = op.value
+    if isinstance(attr, FloatAttr):
+        return body.const(float(attr.value.data), t)
+    if isinstance(attr, IntegerAttr):
+        return body.const(int(attr.value.data), t)
+    raise Unsupported(f"constant {attr} is not supported in a body", op)
+
+
+class ProgramImporter:
+    def __init__(self, module: ModuleOp, source_map: SourceMap, filename: str) -> None:
+        self.module = module
+        self.source_map = source_map
+        self.filename = filename
+
+    def run(self) -> tir.Program:
+        program = tir.Program([], filename=self.filename)
+        for op in self.module.ops:
+            if isinstance(op, func.FuncOp):
+                if not op.body.blocks:
+                    continue   # an external declaration
+                try:
+                    program.functions.append(FunctionImporter(self, op).run())
+                except Unsupported as e:
+                    program.unsupported[op.sym_name.data] = self.source_map.error(e.op or op, str(e))
+                except Exception as e:  # noqa: BLE001 - a bug must not take the file down
+                    program.unsupported[op.sym_name.data] = self.source_map.error(
+                        op, f"internal error importing this function: {type(e).__name__}: {e}")
+            elif isinstance(op, util.GlobalOp):
+                program.globals.append(self.global_(op))
+            else:
+                raise Unsupported(f"unsupported top-level op '{op.name}'", op)
+        return program
+
+    def global_(self, op: util.GlobalOp) -> tir.Global:
+        t = convert_type(op.type, op)
+        initial: Any = None
+        if op.initial_value is not None:
+            attr = op.initial_value
+            if isinstance(t, tir.TensorType) and isinstance(attr, DenseIntOrFPElementsAttr):
+                initial = dense_array(attr, t)
+            elif isinstance(attr, (IntegerAttr, FloatAttr)):
+                initial = attr.value.data
+            else:
+                raise Unsupported(f"global initial value {attr} is not supported", op)
+        return tir.Global(op.sym_name.data, t, initial, op.is_mutable is not None,
+                          self.source_map.location(op))
+
+
+def import_program(module: ModuleOp, source_map: SourceMap, filename: str) -> tir.Program:
+    """Import every function of `module`; unsupported functions land in Program.unsupported.
+    Raises irtk.CompileError for a problem outside any function (an unsupported global)."""
+    from irtk.errors import CompileError
+    try:
+        return ProgramImporter(module, source_map, filename).run()
+    except Unsupported as e:
+        raise CompileError(source_map.error(e.op, str(e))) from None

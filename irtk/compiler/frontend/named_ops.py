@@ -1,0 +1,381 @@
+"""linalg named ops -> `generic`s with MLIR's semantics.
+
+Contractions (matmul family, quantized matmul) extend their operands to the output's element
+type first (signed unless `cast = #linalg.type_fn<cast_unsigned>`), then multiply-accumulate.
+Convolutions and poolings index their input with `out * stride + window * dilation`. softmax
+becomes max-reduce, exp(x - max), sum-reduce, divide.
+"""
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr
+
+from irtk.compiler import tir
+from irtk.compiler.frontend.body import Body, Unsupported, is_float
+from irtk.compiler.frontend.dialects.linalg import NamedOp, TypeFn, TypeFnAttr
+from irtk.compiler.kernel import BODY_OPS, AffineMap
+
+
+def _map(n: int, rows: list[list[int]]) -> AffineMap:
+    return AffineMap(n, tuple(tuple(r) for r in rows))
+
+
+def _dims_map(n: int, dims: list[int]) -> AffineMap:
+    """Each result is loop dim d."""
+    return _map(n, [[1 if j == d else 0 for j in range(n)] + [0] for d in dims])
+
+
+def _ints(op: NamedOp, key: str, default=None) -> list[int]:
+    attr = op.attributes.get(key)
+    if attr is None:
+        if default is None:
+            raise Unsupported(f"{op.name} needs '{key}'", op)
+        return list(default)
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return [int(v) for v in attr.get_values()]
+    if isinstance(attr, ArrayAttr):
+        return [int(a.value.data) for a in attr]  # type: ignore[attr-defined]
+    raise Unsupported(f"{op.name}: cannot read '{key}'", op)
+
+
+def _unsigned(op: NamedOp) -> bool:
+    cast = op.attributes.get("cast")
+    return isinstance(cast, TypeFnAttr) and cast.data == TypeFn.CAST_UNSIGNED
+
+
+def _elt(v: tir.Value) -> str:
+    return v.type.element_type if isinstance(v.type, tir.TensorType) else v.type.name  # type: ignore[union-attr]
+
+
+# Contractions: loop dims, then (input maps' dims, output dims), reduction dims.
+_CONTRACTIONS = {
+    "matmul": ("m n k", "m k", "k n", "m n"),
+    "matmul_transpose_a": ("m n k", "k m", "k n", "m n"),
+    "matmul_transpose_b": ("m n k", "m k", "n k", "m n"),
+    "batch_matmul": ("b m n k", "b m k", "b k n", "b m n"),
+    "batch_matmul_transpose_a": ("b m n k", "b k m", "b k n", "b m n"),
+    "batch_matmul_transpose_b": ("b m n k", "b m k", "b n k", "b m n"),
+    "batch_reduce_matmul": ("m n b k", "b m k", "b k n", "m n"),
+    "matvec": ("m k", "m k", "k", "m"),
+    "vecmat": ("n k", "k", "k n", "n"),
+    "batch_matvec": ("b m k", "b m k", "b k", "b m"),
+    "batch_vecmat": ("b n k", "b k", "b k n", "b n"),
+    "dot": ("k", "k", "k", ""),
+    "quantized_matmul": ("m n k", "m k", "k n", "m n"),
+    "quantized_batch_matmul": ("b m n k", "b m k", "b k n", "b m n"),
+}
+
+
+def _contraction(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    loops, a_dims, b_dims, c_dims = (s.split() for s in _CONTRACTIONS[short])
+    n = len(loops)
+    reduction = set(loops) - set(c_dims)
+    iterators = ["reduction" if d in reduction else "parallel" for d in loops]
+    if "indexing_maps" in op.attributes:
+        from irtk.compiler.frontend.importer import affine_map
+        maps = [affine_map(m.data, op) for m in op.attributes["indexing_maps"]]  # type: ignore[attr-defined]
+        if len(maps) != 3 or any(m.num_dims != n for m in maps):
+            raise Unsupported(f"{op.name}: indexing_maps do not fit", op)
+        # The reduction dims are those the output map does not use.
+        used = maps[2].used_dims()
+        iterators = ["parallel" if d in used else "reduction" for d in range(n)]
+    else:
+        maps = [_dims_map(n, [loops.index(d) for d in dims]) for dims in (a_dims, b_dims, c_dims)]
+    a, b = imp.value(op.inputs[0]), imp.value(op.inputs[1])
+    c = imp.value(op.outputs[0])
+    out_t = _elt(c)
+    unsigned = _unsigned(op)
+    body = Body(2, 1)
+    captures: list[tir.Value] = []
+    x = body.cast(body.arg(0), _elt(a), out_t, unsigned)
+    y = body.cast(body.arg(1), _elt(b), out_t, unsigned)
+    if short.startswith("quantized"):
+        azp, bzp = imp.value(op.inputs[2]), imp.value(op.inputs[3])
+        x = body.binary("sub", x, body.cast(imp.capture(body, captures, azp), _elt(azp), out_t), out_t)
+        y = body.binary("sub", y, body.cast(imp.capture(body, captures, bzp), _elt(bzp), out_t), out_t)
+    acc = body.binary("add", body.out(0), body.binary("mul", x, y, out_t), out_t)
+    return imp.generic([(a, maps[0]), (b, maps[1])], [(c, maps[2])], iterators, body, [acc],
+                       captures, op)
+
+
+# Convolutions and poolings. Loop names; operand index expressions, where "oh+kh" is the spatial
+# window expression oh * stride + kh * dilation for spatial dim (oh, kh).
+_CONVS = {
+    "conv_1d": ("ow kw", "ow+kw", "kw", "ow"),
+    "conv_2d": ("oh ow kh kw", "oh+kh ow+kw", "kh kw", "oh ow"),
+    "conv_3d": ("od oh ow kd kh kw", "od+kd oh+kh ow+kw", "kd kh kw", "od oh ow"),
+    "conv_1d_nwc_wcf": ("n ow f kw c", "n ow+kw c", "kw c f", "n ow f"),
+    "conv_1d_ncw_fcw": ("n f ow c kw", "n c ow+kw", "f c kw", "n f ow"),
+    "conv_2d_nhwc_hwcf": ("n oh ow f kh kw c", "n oh+kh ow+kw c", "kh kw c f", "n oh ow f"),
+    "conv_2d_nhwc_fhwc": ("n oh ow f kh kw c", "n oh+kh ow+kw c", "f kh kw c", "n oh ow f"),
+    "conv_2d_nchw_fchw": ("n f oh ow c kh kw", "n c oh+kh ow+kw", "f c kh kw", "n f oh ow"),
+    "conv_2d_ngchw_fgchw": ("n g f oh ow c kh kw", "n g c oh+kh ow+kw", "f g c kh kw",
+                            "n g f oh ow"),
+    "conv_3d_ndhwc_dhwcf": ("n od oh ow f kd kh kw c", "n od+kd oh+kh ow+kw c",
+                            "kd kh kw c f", "n od oh ow f"),
+    "depthwise_conv_1d_nwc_wc": ("n ow c kw", "n ow+kw c", "kw c", "n ow c"),
+    "depthwise_conv_1d_ncw_cw": ("n c ow kw", "n c ow+kw", "c kw", "n c ow"),
+    "depthwise_conv_2d_nhwc_hwc": ("n oh ow c kh kw", "n oh+kh ow+kw c", "kh kw c", "n oh ow c"),
+    "depthwise_conv_2d_nchw_chw": ("n c oh ow kh kw", "n c oh+kh ow+kw", "c kh kw", "n c oh ow"),
+    "depthwise_conv_3d_ndhwc_dhwc": ("n od oh ow c kd kh kw", "n od+kd oh+kh ow+kw c",
+                                     "kd kh kw c", "n od oh ow c"),
+}
+_POOL_LAYOUTS = {
+    "nhwc": ("n oh ow c kh kw", "n oh+kh ow+kw c", "kh kw", "n oh ow c"),
+    "nchw": ("n c oh ow kh kw", "n c oh+kh ow+kw", "kh kw", "n c oh ow"),
+    "nwc": ("n ow c kw", "n ow+kw c", "kw", "n ow c"),
+    "ncw": ("n c ow kw", "n c ow+kw", "kw", "n c ow"),
+    "ndhwc": ("n od oh ow c kd kh kw", "n od+kd oh+kh ow+kw c", "kd kh kw", "n od oh ow c"),
+}
+
+
+def _window_maps(op: NamedOp, spec) -> tuple[list[AffineMap], list[str]]:
+    loops, in_spec, f_spec, out_spec = (s.split() for s in spec)
+    n = len(loops)
+    spatial = [e for e in in_spec if "+" in e]
+    strides = _ints(op, "strides", [1] * len(spatial))
+    dilations = _ints(op, "dilations", [1] * len(spatial))
+    if len(strides) != len(spatial) or len(dilations) != len(spatial):
+        raise Unsupported(f"{op.name}: strides/dilations need {len(spatial)} entries", op)
+    rows = []
+    for e in in_spec:
+        r = [0] * (n + 1)
+        if "+" in e:
+            o, k = e.split("+")
+            s = spatial.index(e)
+            r[loops.index(o)] = strides[s]
+            r[loops.index(k)] = dilations[s]
+        else:
+            r[loops.index(e)] = 1
+        rows.append(r)
+    maps = [_map(n, rows), _dims_map(n, [loops.index(d) for d in f_spec]),
+            _dims_map(n, [loops.index(d) for d in out_spec])]
+    iterators = ["parallel" if d in out_spec else "reduction" for d in loops]
+    return maps, iterators
+
+
+def _conv(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    """`out += ext(x) * ext(w)`; the `_q` variants subtract the input and filter zero points
+    (their third and fourth inputs) first."""
+    maps, iterators = _window_maps(op, _CONVS[short.removesuffix("_q")])
+    x, w = imp.value(op.inputs[0]), imp.value(op.inputs[1])
+    out = imp.value(op.outputs[0])
+    t = _elt(out)
+    body = Body(2, 1)
+    captures: list[tir.Value] = []
+    a = body.cast(body.arg(0), _elt(x), t)
+    b = body.cast(body.arg(1), _elt(w), t)
+    if short.endswith("_q"):
+        xzp, wzp = imp.value(op.inputs[2]), imp.value(op.inputs[3])
+        a = body.binary("sub", a, body.cast(imp.capture(body, captures, xzp), _elt(xzp), t), t)
+        b = body.binary("sub", b, body.cast(imp.capture(body, captures, wzp), _elt(wzp), t), t)
+    acc = body.binary("add", body.out(0), body.binary("mul", a, b, t), t)
+    return imp.generic([(x, maps[0]), (w, maps[1])], [(out, maps[2])], iterators, body, [acc],
+                       captures, op)
+
+
+def _pooling(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    _, layout, kind = short.split("_", 2)
+    maps, iterators = _window_maps(op, _POOL_LAYOUTS[layout])
+    x, window = imp.value(op.inputs[0]), imp.value(op.inputs[1])
+    out = imp.value(op.outputs[0])
+    t = _elt(out)
+    body = Body(2, 1)
+    v = body.cast(body.arg(0), _elt(x), t, unsigned=kind.endswith("unsigned"))
+    if kind == "sum":
+        r = body.binary("add", body.out(0), v, t)
+    elif is_float(t):
+        r = body.add("arith.maximumf" if kind == "max" else "arith.minimumf", (body.out(0), v), t)
+    else:
+        name = {"max": "arith.maxsi", "min": "arith.minsi", "max_unsigned": "arith.maxui",
+                "min_unsigned": "arith.minui"}[kind]
+        r = body.add(name, (body.out(0), v), t)
+    return imp.generic([(x, maps[0]), (window, maps[1])], [(out, maps[2])], iterators, body,
+                       [r], [], op)
+
+
+# Elementwise named ops: body from the (converted) arguments.
+def _unary(name_f: str, name_i: str | None = None):
+    def build(body: Body, args: list[int], t: str) -> int:
+        if not is_float(t):
+            if name_i is None:
+                raise Unsupported(f"needs a float type, got {t}")
+            return body.add(name_i, (args[0],), t)
+        return body.add(name_f, (args[0],), t)
+    return build
+
+
+def _binary(kind: str):
+    return lambda body, args, t: body.binary(kind, args[0], args[1], t)
+
+
+_ELEMENTWISE = {
+    "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
+    "max": _binary("max"), "min": _binary("min"),
+    "div_unsigned": lambda body, a, t: body.add("arith.divui", (a[0], a[1]), t),
+    "powf": lambda body, a, t: body.add("math.powf", (a[0], a[1]), t),
+    "exp": _unary("math.exp"), "log": _unary("math.log"), "abs": _unary("math.absf", "math.absi"),
+    "ceil": _unary("math.ceil"), "floor": _unary("math.floor"), "negf": _unary("arith.negf"),
+    "round": _unary("math.round"), "sqrt": _unary("math.sqrt"), "rsqrt": _unary("math.rsqrt"),
+    "tanh": _unary("math.tanh"), "erf": _unary("math.erf"),
+    "reciprocal": lambda body, a, t: body.add("arith.divf", (body.const(1.0, t), a[0]), t),
+    "square": lambda body, a, t: body.binary("mul", a[0], a[0], t),
+    "copy": lambda body, a, t: a[0],
+}
+
+
+def _elementwise(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    out = imp.value(op.outputs[0])
+    t = _elt(out)
+    rank = len(out.type.shape)  # type: ignore[union-attr]
+    ident = _dims_map(rank, list(range(rank)))
+    ins = [imp.value(v) for v in op.inputs]
+    body = Body(len(ins), 1)
+    if short == "select":
+        cond = body.arg(0)
+        a = body.cast(body.arg(1), _elt(ins[1]), t)
+        b = body.cast(body.arg(2), _elt(ins[2]), t)
+        r = body.add("arith.select", (cond, a, b), t)
+    else:
+        args = [body.cast(body.arg(i), _elt(v), t, _unsigned(op)) for i, v in enumerate(ins)]
+        try:
+            r = _ELEMENTWISE[short](body, args, t)
+        except Unsupported as e:
+            raise Unsupported(f"{op.name}: {e}", op) from None
+    return imp.generic([(v, ident) for v in ins], [(out, ident)], ["parallel"] * rank, body,
+                       [r], [], op)
+
+
+def _fill(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    out = imp.value(op.outputs[0])
+    value = imp.value(op.inputs[0])
+    rank = len(out.type.shape)  # type: ignore[union-attr]
+    body = Body(0, 1)
+    captures: list[tir.Value] = []
+    v = body.cast(imp.capture(body, captures, value), _elt(value), _elt(out))
+    return imp.generic([], [(out, _dims_map(rank, list(range(rank))))], ["parallel"] * rank,
+                       body, [v], captures, op)
+
+
+def _transpose(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
+    perm = _ints(op, "permutation")
+    rank = len(perm)
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"{op.name}: permutation {perm} is not a permutation", op)
+    # result dim i is input dim perm[i]: loop i reads input dim perm[i].
+    in_dims = [perm.index(j) for j in range(rank)]
+    body = Body(1, 1)
+    return imp.generic([(x, _dims_map(rank, in_dims))], [(out, _dims_map(rank, list(range(rank))))],
+                       ["parallel"] * rank, body, [body.arg(0)], [], op)
+
+
+def _broadcast(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
+    added = _ints(op, "dimensions")
+    rank = len(out.type.shape)  # type: ignore[union-attr]
+    body = Body(1, 1)
+    return imp.generic([(x, _dims_map(rank, [d for d in range(rank) if d not in added]))],
+                       [(out, _dims_map(rank, list(range(rank))))], ["parallel"] * rank, body,
+                       [body.arg(0)], [], op)
+
+
+def _region_or_fn(imp, op: NamedOp, body: Body, env_args: list[int], captures,
+                  result_type: str) -> list[int]:
+    """The yielded values of a map/reduce body: its region, or the short form `{fn}`, which
+    applies scalar op `fn` to the block arguments in order."""
+    from irtk.compiler.frontend.importer import translate_block
+    if op.body.blocks:
+        block = op.body.blocks[0]
+        env = {a: v for a, v in zip(block.args, env_args)}
+        return translate_block(imp, body, block, env, captures, {})
+    fn = op.attributes.get("fn")
+    if fn is None:
+        raise Unsupported(f"{op.name} has neither a body nor a function", op)
+    if fn.data not in BODY_OPS or fn.data in ("arith.cmpf", "arith.cmpi"):  # type: ignore[attr-defined]
+        raise Unsupported(f"{op.name}: unsupported function {fn.data}", op)  # type: ignore[attr-defined]
+    return [body.add(fn.data, env_args, result_type)]  # type: ignore[attr-defined]
+
+
+def _reduce(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    ins = [imp.value(v) for v in op.inputs]
+    outs = [imp.value(v) for v in op.outputs]
+    reduced = _ints(op, "dimensions")
+    rank = len(ins[0].type.shape)  # type: ignore[union-attr]
+    kept = [d for d in range(rank) if d not in reduced]
+    body = Body(len(ins), len(outs))
+    captures: list[tir.Value] = []
+    yields = _region_or_fn(imp, op, body, [body.arg(i) for i in range(len(ins))]
+                           + [body.out(k) for k in range(len(outs))], captures, _elt(outs[0]))
+    ident = _dims_map(rank, list(range(rank)))
+    return imp.generic([(v, ident) for v in ins], [(o, _dims_map(rank, kept)) for o in outs],
+                       ["reduction" if d in reduced else "parallel" for d in range(rank)],
+                       body, yields, captures, op)
+
+
+def _linalg_map(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    ins = [imp.value(v) for v in op.inputs]
+    out = imp.value(op.outputs[0])
+    rank = len(out.type.shape)  # type: ignore[union-attr]
+    ident = _dims_map(rank, list(range(rank)))
+    body = Body(len(ins), 1)
+    captures: list[tir.Value] = []
+    yields = _region_or_fn(imp, op, body, [body.arg(i) for i in range(len(ins))], captures,
+                           _elt(out))
+    return imp.generic([(v, ident) for v in ins], [(out, ident)], ["parallel"] * rank, body,
+                       yields, captures, op)
+
+
+def _softmax(imp, op: NamedOp, short: str) -> list[tir.Value]:
+    """max-reduce, exp(x - max), sum-reduce, divide (MLIR's decomposition)."""
+    x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
+    t = _elt(out)
+    if not is_float(t):
+        raise Unsupported(f"{op.name} needs a float type", op)
+    dim = int(op.attributes["dimension"].value.data)  # type: ignore[attr-defined]
+    rank = len(x.type.shape)  # type: ignore[union-attr]
+    dims = imp.dims(x, op)
+    kept = [d for d in range(rank) if d != dim]
+    ident = _dims_map(rank, list(range(rank)))
+    reduced = _dims_map(rank, kept)
+    red_ident = _dims_map(len(kept), list(range(len(kept))))
+    iterators = ["reduction" if d == dim else "parallel" for d in range(rank)]
+
+    def filled(value: float) -> tir.Value:
+        init = imp.empty([dims[d] for d in kept], t, op)
+        body = Body(0, 1)
+        return imp.generic([], [(init, red_ident)], ["parallel"] * len(kept), body,
+                           [body.const(value, t)], [], op)[0]
+
+    body = Body(1, 1)
+    m = imp.generic([(x, ident)], [(filled(float("-inf")), reduced)], iterators, body,
+                    [body.add("arith.maxnumf", (body.arg(0), body.out(0)), t)], [], op)[0]
+    body = Body(2, 1)
+    e = body.add("math.exp", (body.add("arith.subf", (body.arg(0), body.arg(1)), t),), t)
+    exps = imp.generic([(x, ident), (m, reduced)], [(imp.empty(dims, t, op), ident)],
+                       ["parallel"] * rank, body, [e], [], op)[0]
+    body = Body(1, 1)
+    s = imp.generic([(exps, ident)], [(filled(0.0), reduced)], iterators, body,
+                    [body.add("arith.addf", (body.arg(0), body.out(0)), t)], [], op)[0]
+    body = Body(2, 1)
+    return imp.generic([(exps, ident), (s, reduced)], [(out, ident)], ["parallel"] * rank, body,
+                       [body.add("arith.divf", (body.arg(0), body.arg(1)), t)], [], op)
+
+
+def lower(imp, op: NamedOp) -> list[tir.Value]:
+    short = op.name.removeprefix("linalg.")
+    if any(not isinstance(imp.value(v).type, tir.TensorType) for v in op.outputs):
+        raise Unsupported(f"{op.name} on buffers is not supported", op)
+    if short in _CONTRACTIONS:
+        return _contraction(imp, op, short)
+    if short.removesuffix("_q") in _CONVS:
+        return _conv(imp, op, short)
+    if short.startswith("pooling_"):
+        return _pooling(imp, op, short)
+    if short in _ELEMENTWISE or short == "select":
+        return _elementwise(imp, op, short)
+    handler = {"fill": _fill, "transpose": _transpose, "broadcast": _broadcast,
+               "reduce": _reduce, "map": _linalg_map, "softmax": _softmax}.get(short)
+    if handler is None:
+        raise Unsupported(f"unsupported op '{op.name}'", op)
+    return handler(imp, op, short)
+

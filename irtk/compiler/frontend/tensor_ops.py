@@ -1,0 +1,501 @@
+"""tensor ops, linalg.pack/unpack and flow.tensor.bitcast -> TIR.
+
+Ops that only describe a tensor (empty, cast, dim, extract, expand/collapse_shape) map to their
+TIR kinds. Ops that compute contents become `generic`s: static slices use affine maps
+(`offset + stride * i`); dynamic slices, pad, pack and unpack read their source with gathers
+(`tensor.extract` in the body at indices computed from `linalg.index` and `kernel.param`),
+guarded by bounds checks where the result has padding.
+"""
+from __future__ import annotations
+
+from xdsl.dialects import tensor
+from xdsl.dialects.builtin import DYNAMIC_INDEX
+from xdsl.ir import Operation
+
+from irtk.compiler import tir
+from irtk.compiler.frontend.body import Body, Unsupported, bit_width
+from irtk.compiler.kernel import AffineMap
+
+Index = int | tir.Value
+
+
+def _ident(rank: int) -> AffineMap:
+    return AffineMap.identity(rank)
+
+
+def _elt(v: tir.Value) -> str:
+    return v.type.element_type  # type: ignore[union-attr]
+
+
+def _mixed(static, dynamic, imp) -> list[Index]:
+    """xDSL's static list with DYNAMIC_INDEX holes, filled from the dynamic operands."""
+    values = iter(dynamic)
+    return [imp.value(next(values)) if s == DYNAMIC_INDEX else int(s) for s in static]
+
+
+def _bval(imp, body: Body, captures: list[tir.Value], x: Index) -> int:
+    """An index (static or host value) as a body value."""
+    return body.const(x, "index") if isinstance(x, int) else imp.capture(body, captures, x)
+
+
+def _all(body: Body, conds: list[int]) -> int | None:
+    acc = None
+    for c in conds:
+        acc = c if acc is None else body.add("arith.andi", (acc, c), "i1")
+    return acc
+
+
+# ---- metadata ops ------------------------------------------------------------------------------
+def _empty(imp, op: tensor.EmptyOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    return imp.emit("empty", [imp.value(v) for v in op.dynamic_sizes],
+                    [convert_type(op.tensor.type, op)], op).results
+
+
+def _cast(imp, op: tensor.CastOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    return imp.emit("cast", [imp.value(op.source)], [convert_type(op.dest.type, op)], op).results
+
+
+def _dim(imp, op: tensor.DimOp) -> list[tir.Value]:
+    source, index = imp.value(op.source), imp.value(op.index)
+    i = imp.constants.get(index.id)
+    if i is not None and source.type.shape[i] is not None:  # type: ignore[union-attr]
+        return [imp.index_const(source.type.shape[i], op)]  # type: ignore[union-attr]
+    return imp.emit("tensor.dim", [source, index], [tir.ScalarType("index")], op).results
+
+
+def _extract(imp, op: tensor.ExtractOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    return imp.emit("tensor.extract", [imp.value(op.tensor)] + [imp.value(i) for i in op.indices],
+                    [convert_type(op.result.type, op)], op).results
+
+
+def _expand(imp, op: tensor.ExpandShapeOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    groups = [[int(i.value.data) for i in g] for g in op.reassociation]
+    return imp.emit("reshape", [imp.value(op.src)] + [imp.value(v) for v in op.dynamic_output_shape],
+                    [convert_type(op.result.type, op)], op, reassociation=groups).results
+
+
+def _collapse(imp, op: tensor.CollapseShapeOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    groups = [[int(i.value.data) for i in g] for g in op.reassociation]
+    src = imp.value(op.src)
+    result_type = convert_type(op.result.type, op)
+    dims = imp.dims(src, op) if not src.type.is_static else list(src.type.shape)  # type: ignore[union-attr]
+    dynamic = []
+    for g, d in zip(groups, result_type.shape):  # type: ignore[union-attr]
+        if d is None:
+            acc = imp.index_value(dims[g[0]], op)
+            for j in g[1:]:
+                acc = imp.host_arith("arith.muli", acc, imp.index_value(dims[j], op), op)
+            dynamic.append(acc)
+    return imp.emit("reshape", [src] + dynamic, [result_type], op, reassociation=groups).results
+
+
+# ---- content ops -------------------------------------------------------------------------------
+def _result_dims(imp, result_type: tir.TensorType, sizes: list[Index], op) -> list[Index]:
+    """A result's dims: static where its type says so, else the op's size values."""
+    it = iter(s for s in sizes)
+    out: list[Index] = []
+    for d in result_type.shape:
+        s = next(it)
+        out.append(d if d is not None else s)
+    return out
+
+
+def _kept_dims(source_rank: int, sizes: list[Index], result_shape) -> list[bool]:
+    """Which source dims a (possibly rank-reducing) slice keeps: unit dims are dropped from the
+    left until the ranks match, as MLIR infers them."""
+    kept, j = [], 0
+    drop = source_rank - len(result_shape)
+    for s in sizes:
+        fits = j < len(result_shape) and (result_shape[j] is None or not isinstance(s, int)
+                                          or result_shape[j] == s)
+        if drop and s == 1 and (not fits or len(sizes) - len(kept) > len(result_shape) - j):
+            kept.append(False)
+            drop -= 1
+        elif fits:
+            kept.append(True)
+            j += 1
+        else:
+            raise Unsupported("the slice sizes do not match the result type")
+    if drop or j != len(result_shape):
+        raise Unsupported("cannot tell which unit dims a rank-reducing slice drops")
+    return kept
+
+
+def _extract_slice(imp, op: tensor.ExtractSliceOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    src = imp.value(op.source)
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    offsets = _mixed(op.static_offsets.get_values(), op.offsets, imp)
+    sizes = _mixed(op.static_sizes.get_values(), op.sizes, imp)
+    strides = _mixed(op.static_strides.get_values(), op.strides, imp)
+    try:
+        kept = _kept_dims(len(offsets), sizes, rt.shape)
+    except Unsupported as e:
+        raise Unsupported(str(e), op) from None
+    n = len(rt.shape)
+    out = imp.empty(_result_dims(imp, rt, [s for s, k in zip(sizes, kept) if k], op),
+                    rt.element_type, op)
+    loop_of = {}
+    j = 0
+    for i, k in enumerate(kept):
+        if k:
+            loop_of[i] = j
+            j += 1
+    src_shape = src.type.shape  # type: ignore[union-attr]
+    # A map row `d` (offset 0, stride 1) would claim that the source dim is the loop's extent;
+    # where it is not, read with a gather instead so that maps never mislead loop inference.
+    misleading = any(offsets[i] == 0 and strides[i] == 1
+                     and (src_shape[i] is None or src_shape[i] != rt.shape[loop_of[i]])
+                     for i in loop_of)
+    if all(isinstance(x, int) for x in offsets + strides) and not misleading:
+        rows = []
+        for i in range(len(offsets)):
+            r = [0] * (n + 1)
+            if i in loop_of:
+                r[loop_of[i]] = strides[i]  # type: ignore[assignment]
+            r[n] = offsets[i]  # type: ignore[assignment]
+            rows.append(tuple(r))
+        body = Body(1, 1)
+        return imp.generic([(src, AffineMap(n, tuple(rows)))], [(out, _ident(n))],
+                           ["parallel"] * n, body, [body.arg(0)], [], op)
+    body = Body(1, 1)
+    captures: list[tir.Value] = []
+    indices = []
+    for i in range(len(offsets)):
+        off = _bval(imp, body, captures, offsets[i])
+        if i in loop_of:
+            step = body.add("arith.muli", (body.index(loop_of[i]),
+                                           _bval(imp, body, captures, strides[i])), "index")
+            indices.append(body.add("arith.addi", (off, step), "index"))
+        else:
+            indices.append(off)
+    v = body.extract(0, indices, rt.element_type)
+    return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
+
+
+def insert(imp, source: tir.Value, dest: tir.Value, offsets: list[Index], sizes: list[Index],
+           strides: list[Index], op: Operation) -> tir.Value:
+    """dest with `source` written at offsets/strides. dest is the generic's read-write output,
+    so that elements outside the slice keep their values. Static: a generic over the source
+    with `offset + stride * i` output rows. Dynamic: a generic over dest whose points inside
+    the slice gather their source element and the others keep dest's."""
+    src_shape = source.type.shape  # type: ignore[union-attr]
+    dest_shape = dest.type.shape  # type: ignore[union-attr]
+    try:
+        kept = _kept_dims(len(offsets), sizes, src_shape)
+    except Unsupported as e:
+        raise Unsupported(str(e), op) from None
+    loop_of, j = {}, 0
+    for i, k in enumerate(kept):
+        if k:
+            loop_of[i] = j
+            j += 1
+    # Static: loops over the source, written through `offset + stride * i` output rows. A bare
+    # row (offset 0, stride 1) over a larger dest dim would mislead loop inference: then gather.
+    misleading = any(offsets[i] == 0 and strides[i] == 1
+                     and (dest_shape[i] is None or dest_shape[i] != src_shape[loop_of[i]])
+                     for i in loop_of)
+    if all(isinstance(x, int) for x in offsets + strides) and not misleading:
+        n = len(src_shape)
+        rows = []
+        for i in range(len(offsets)):
+            r = [0] * (n + 1)
+            if i in loop_of:
+                r[loop_of[i]] = strides[i]  # type: ignore[assignment]
+            r[n] = offsets[i]  # type: ignore[assignment]
+            rows.append(tuple(r))
+        body = Body(1, 1)
+        return imp.generic([(source, _ident(n))], [(dest, AffineMap(n, tuple(rows)))],
+                           ["parallel"] * n, body, [body.arg(0)], [], op)[0]
+    n = len(offsets)
+    body = Body(1, 1)
+    captures: list[tir.Value] = []
+    zero = body.const(0, "index")
+    conds, src_indices = [], []
+    for i in range(n):
+        rel = body.add("arith.subi", (body.index(i), _bval(imp, body, captures, offsets[i])),
+                       "index")
+        stride = _bval(imp, body, captures, strides[i])
+        size = _bval(imp, body, captures, sizes[i])
+        q = body.add("arith.divsi", (rel, stride), "index")
+        conds.append(body.add("arith.cmpi", (rel, zero), "i1", predicate="sge"))
+        conds.append(body.add("arith.cmpi", (q, size), "i1", predicate="slt"))
+        conds.append(body.add("arith.cmpi", (body.add("arith.remsi", (rel, stride), "index"),
+                                             zero), "i1", predicate="eq"))
+        if kept[i]:
+            src_indices.append(q)
+    inside = _all(body, conds)
+    safe = [body.add("arith.select", (inside, q, zero), "index") for q in src_indices]
+    v = body.extract(0, safe, _elt(dest))
+    r = body.add("arith.select", (inside, v, body.out(0)), _elt(dest))
+    return imp.generic([(source, None)], [(dest, _ident(n))], ["parallel"] * n, body, [r],
+                       captures, op)[0]
+
+
+def _insert_slice(imp, op: tensor.InsertSliceOp) -> list[tir.Value]:
+    offsets = _mixed(op.static_offsets.get_values(), op.offsets, imp)
+    sizes = _mixed(op.static_sizes.get_values(), op.sizes, imp)
+    strides = _mixed(op.static_strides.get_values(), op.strides, imp)
+    return [insert(imp, imp.value(op.source), imp.value(op.dest), offsets, sizes, strides, op)]
+
+
+def _concat(imp, op: tensor.ConcatOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    d = int(op.dim.value.data)
+    inputs = [imp.value(v) for v in op.inputs]
+    in_dims = [imp.dims(v, op) for v in inputs]
+    dims: list[Index] = list(in_dims[0])
+    total: Index = 0
+    for ds in in_dims:
+        total = total + ds[d] if isinstance(total, int) and isinstance(ds[d], int) else \
+            imp.host_arith("arith.addi", imp.index_value(total, op), imp.index_value(ds[d], op), op)
+    dims[d] = total
+    result = imp.empty([rt.shape[i] if rt.shape[i] is not None else dims[i]
+                        for i in range(len(dims))], rt.element_type, op)
+    offset: Index = 0
+    for v, ds in zip(inputs, in_dims):
+        offsets: list[Index] = [0] * len(dims)
+        offsets[d] = offset
+        result = insert(imp, v, result, offsets, ds, [1] * len(dims), op)
+        offset = offset + ds[d] if isinstance(offset, int) and isinstance(ds[d], int) else \
+            imp.host_arith("arith.addi", imp.index_value(offset, op), imp.index_value(ds[d], op), op)
+    return [result]
+
+
+def _pad(imp, op: tensor.PadOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type, translate_block
+    src = imp.value(op.source)
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    low = _mixed(op.static_low.get_values(), op.low, imp)
+    high = _mixed(op.static_high.get_values(), op.high, imp)
+    src_dims = imp.dims(src, op)
+    n = len(low)
+    dims: list[Index] = []
+    for i in range(n):
+        if rt.shape[i] is not None:
+            dims.append(rt.shape[i])
+        else:
+            s = imp.host_arith("arith.addi", imp.index_value(src_dims[i], op),
+                               imp.index_value(low[i], op), op)
+            dims.append(imp.host_arith("arith.addi", s, imp.index_value(high[i], op), op))
+    out = imp.empty(dims, rt.element_type, op)
+    body = Body(1, 1)
+    captures: list[tir.Value] = []
+    block = op.region.blocks[0]
+    env = {a: body.index(i) for i, a in enumerate(block.args)}
+    pad_value = translate_block(imp, body, block, env, captures, {})[0]
+    zero = body.const(0, "index")
+    conds, indices = [], []
+    for i in range(n):
+        rel = body.add("arith.subi", (body.index(i), _bval(imp, body, captures, low[i])), "index")
+        conds.append(body.add("arith.cmpi", (rel, zero), "i1", predicate="sge"))
+        conds.append(body.add("arith.cmpi", (rel, _bval(imp, body, captures, src_dims[i])), "i1",
+                              predicate="slt"))
+        indices.append(rel)
+    inside = _all(body, conds)
+    if inside is None:
+        v = body.extract(0, indices, rt.element_type)
+        r = v
+    else:
+        safe = [body.add("arith.select", (inside, x, zero), "index") for x in indices]
+        v = body.extract(0, safe, rt.element_type)
+        r = body.add("arith.select", (inside, v, pad_value), rt.element_type)
+    return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [r], captures, op)
+
+
+def _insert_scalar(imp, op: tensor.InsertOp) -> list[tir.Value]:
+    dest = imp.value(op.dest)
+    n = len(dest.type.shape)  # type: ignore[union-attr]
+    body = Body(0, 1)
+    captures: list[tir.Value] = []
+    conds = [body.add("arith.cmpi", (body.index(i), imp.capture(body, captures, imp.value(x))),
+                      "i1", predicate="eq") for i, x in enumerate(op.indices)]
+    scalar = imp.capture(body, captures, imp.value(op.scalar))
+    hit = _all(body, conds)
+    r = scalar if hit is None else body.add("arith.select", (hit, scalar, body.out(0)), _elt(dest))
+    return imp.generic([], [(dest, _ident(n))], ["parallel"] * n, body, [r], captures, op)
+
+
+def _from_elements(imp, op: tensor.FromElementsOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    n = len(rt.shape)
+    out = imp.empty(list(rt.shape), rt.element_type, op)
+    body = Body(0, 1)
+    captures: list[tir.Value] = []
+    linear = body.const(0, "index")
+    for i, d in enumerate(rt.shape):
+        linear = body.add("arith.addi", (body.add("arith.muli", (linear, body.const(d, "index")),
+                                                  "index"), body.index(i)), "index")
+    r = None
+    for k, e in enumerate(op.elements):
+        v = imp.capture(body, captures, imp.value(e))
+        if r is None:
+            r = v
+        else:
+            hit = body.add("arith.cmpi", (linear, body.const(k, "index")), "i1", predicate="eq")
+            r = body.add("arith.select", (hit, v, r), rt.element_type)
+    return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [r], captures, op)
+
+
+def _splat(imp, op: tensor.SplatOp) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    out = imp.emit("empty", [imp.value(v) for v in op.dynamicSizes], [rt], op).result
+    n = len(rt.shape)
+    body = Body(0, 1)
+    captures: list[tir.Value] = []
+    v = imp.capture(body, captures, imp.value(op.input))
+    return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
+
+
+def _bitcast(imp, op) -> list[tir.Value]:
+    from irtk.compiler.frontend.importer import convert_type
+    src = imp.value(op.source)
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    n = len(rt.shape)
+    out = imp.empty(imp.dims(src, op), rt.element_type, op)
+    body = Body(1, 1)
+    return imp.generic([(src, _ident(n))], [(out, _ident(n))], ["parallel"] * n, body,
+                       [body.add("arith.bitcast", (body.arg(0),), rt.element_type)], [], op)
+
+
+def flow_bitcast(imp, op) -> tir.Value:
+    """flow.tensor.bitcast: the same bytes as another element type; the innermost dim scales
+    (e.g. tensor<2xi8> -> tensor<4xf4E2M1FN>: element 2k is the low nibble of byte k)."""
+    from irtk.compiler.frontend.importer import convert_type
+    src = imp.value(op.source)
+    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    st: tir.TensorType = src.type  # type: ignore[assignment]
+    if not (st.is_static and rt.is_static) or len(st.shape) != len(rt.shape) or not rt.shape:
+        raise Unsupported("flow.tensor.bitcast needs static shapes of one rank", op)
+    a, b = bit_width(st.element_type), bit_width(rt.element_type)
+    if st.shape[:-1] != rt.shape[:-1] or st.shape[-1] * a != rt.shape[-1] * b:
+        raise Unsupported("flow.tensor.bitcast must keep the bytes of each row", op)
+    n = len(rt.shape)
+    out = imp.empty(list(rt.shape), rt.element_type, op)
+    body = Body(1, 1)
+    ia, ib = f"i{a}", f"i{b}"
+    outer = [body.index(i) for i in range(n - 1)]
+    last = body.index(n - 1)
+
+    def as_int(v: int, t: str, it: str) -> int:
+        return v if t == it else body.add("arith.bitcast", (v,), it)
+
+    if a == b:
+        v = body.extract(0, outer + [last], st.element_type)
+        r = body.add("arith.bitcast", (v,), rt.element_type) if st.element_type != rt.element_type else v
+    elif a > b:     # split each source element into a // b results
+        m = a // b
+        q = body.add("arith.divui", (last, body.const(m, "index")), "index")
+        part = body.add("arith.remui", (last, body.const(m, "index")), "index")
+        v = as_int(body.extract(0, outer + [q], st.element_type), st.element_type, ia)
+        shift = body.add("arith.muli", (body.add("arith.index_cast", (part,), ia),
+                                        body.const(b, ia)), ia)
+        piece = body.add("arith.trunci", (body.add("arith.shrui", (v, shift), ia),), ib)
+        r = piece if rt.element_type == ib else body.add("arith.bitcast", (piece,), rt.element_type)
+    else:           # join b // a source elements into one result
+        m = b // a
+        acc = body.const(0, ib)
+        for p in range(m):
+            k = body.add("arith.addi", (body.add("arith.muli", (last, body.const(m, "index")),
+                                                 "index"), body.const(p, "index")), "index")
+            v = as_int(body.extract(0, outer + [k], st.element_type), st.element_type, ia)
+            wide = body.add("arith.extui", (v,), ib)
+            if p:
+                wide = body.add("arith.shli", (wide, body.const(p * a, ib)), ib)
+            acc = body.add("arith.ori", (acc, wide), ib)
+        r = acc if rt.element_type == ib else body.add("arith.bitcast", (acc,), rt.element_type)
+    return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [r], [], op)[0]
+
+
+# ---- pack / unpack -----------------------------------------------------------------------------
+def _pack_attrs(imp, op) -> tuple[list[int], list[Index]]:
+    """inner_dims_pos, and each inner tile as an int or a host index value."""
+    pos = [int(a.value.data) for a in op.attributes["inner_dims_pos"]]
+    dynamic = iter(op.inner_tiles)
+    tiles: list[Index] = []
+    for a in op.attributes["static_inner_tiles"]:
+        t = int(a.value.data)
+        tiles.append(imp.value(next(dynamic)) if t < 0 else t)
+    return pos, tiles
+
+
+def pack(imp, op) -> tir.Value:
+    """linalg.pack: dest[outer (permuted), inner] = source[outer * tile + inner], or the padding
+    value where that is past the source's end."""
+    src, dest = imp.value(op.source), imp.value(op.dest)
+    pos, tiles = _pack_attrs(imp, op)
+    r = len(src.type.shape)  # type: ignore[union-attr]
+    perm = [int(a.value.data) for a in op.attributes["outer_dims_perm"]] \
+        if "outer_dims_perm" in op.attributes else list(range(r))
+    n = r + len(pos)
+    body = Body(1, 1)
+    captures: list[tir.Value] = []
+    src_dims = imp.dims(src, op)
+    zero = body.const(0, "index")
+    indices, conds = [], []
+    for j in range(r):
+        outer = body.index(perm.index(j))
+        if j in pos:
+            i = pos.index(j)
+            x = body.add("arith.addi", (body.add("arith.muli", (outer, _bval(imp, body, captures,
+                                                                              tiles[i])), "index"),
+                                        body.index(r + i)), "index")
+            if op.padding_value is not None:
+                conds.append(body.add("arith.cmpi", (x, _bval(imp, body, captures, src_dims[j])),
+                                      "i1", predicate="slt"))
+            indices.append(x)
+        else:
+            indices.append(outer)
+    inside = _all(body, conds)
+    elt = _elt(dest)
+    if inside is None:
+        v = body.extract(0, indices, elt)
+    else:
+        safe = [body.add("arith.select", (inside, x, zero), "index") for x in indices]
+        pad = imp.capture(body, captures, imp.value(op.padding_value))
+        v = body.add("arith.select", (inside, body.extract(0, safe, elt), pad), elt)
+    return imp.generic([(src, None)], [(dest, _ident(n))], ["parallel"] * n, body, [v],
+                       captures, op)[0]
+
+
+def unpack(imp, op) -> tir.Value:
+    """linalg.unpack: dest[i] = source[outer (permuted) = i / tile, inner = i % tile]."""
+    src, dest = imp.value(op.source), imp.value(op.dest)
+    pos, tiles = _pack_attrs(imp, op)
+    r = len(dest.type.shape)  # type: ignore[union-attr]
+    perm = [int(a.value.data) for a in op.attributes["outer_dims_perm"]] \
+        if "outer_dims_perm" in op.attributes else list(range(r))
+    body = Body(1, 1)
+    captures: list[tir.Value] = []
+    indices: list[int] = [0] * (r + len(pos))
+    for p in range(r):
+        j = perm[p]
+        if j in pos:
+            i = pos.index(j)
+            tile = _bval(imp, body, captures, tiles[i])
+            indices[p] = body.add("arith.divui", (body.index(j), tile), "index")
+            indices[r + i] = body.add("arith.remui", (body.index(j), tile), "index")
+        else:
+            indices[p] = body.index(j)
+    v = body.extract(0, indices, _elt(dest))
+    return imp.generic([(src, None)], [(dest, _ident(r))], ["parallel"] * r, body, [v],
+                       captures, op)[0]
+
+
+LOWERINGS = {
+    "tensor.empty": _empty, "tensor.cast": _cast, "tensor.dim": _dim, "tensor.extract": _extract,
+    "tensor.expand_shape": _expand, "tensor.collapse_shape": _collapse,
+    "tensor.extract_slice": _extract_slice, "tensor.insert_slice": _insert_slice,
+    "tensor.concat": _concat, "tensor.pad": _pad, "tensor.insert": _insert_scalar,
+    "tensor.from_elements": _from_elements, "tensor.splat": _splat, "tensor.bitcast": _bitcast,
+}
+
+__all__ = ["LOWERINGS", "flow_bitcast", "insert", "pack", "unpack"]
