@@ -1,221 +1,482 @@
-"""The kernel executor: runs a decoded kernel program with numpy over a range of iterations.
+"""The kernel executor: runs a decoded kernel program with numpy over a range of parallel points.
 
-A kernel's iteration space is the row-major linearization of its `loop_ranges`; workgroup `w`
-of a dispatch covers iterations [w*tile_size, min((w+1)*tile_size, total)). All loops are
-parallel, so iterations are independent and any split of a dispatch's range gives the same
-result: the task system hands out whole workgroups in chunks, and `Kernel.run` walks a chunk in
-blocks of at most `BLOCK_ITERATIONS` to bound the size of numpy temporaries. (Where two
-iterations write the same element, or an output aliases another operand across iterations, the
-result is unspecified, as on a GPU.)
+A kernel is a loop nest; its *parallel points* are the row-major linearization of its parallel
+loops, and workgroup `w` of a dispatch owns points [w*tile_size, (w+1)*tile_size) with every
+reduction of those points (tiles never split a reduction). Parallel points are independent, so
+any split of a dispatch's range gives the same result: the task system hands out whole
+workgroups in chunks, and `Kernel.run` cuts a chunk into blocks and each block into row-major
+boxes (one range on one loop, whole inner loops), so every operand of a box is a strided numpy
+view of its buffer (`numpy.lib.stride_tricks.as_strided`), with stride 0 on the loops its map
+does not use: no index arrays and no copies for the common cases.
 
-Operand addressing is decided once per kernel: an affine map becomes a linear function of the
-loop indices over the flattened operand, and the common cases (the map walks the operand in
-iteration order, or does not depend on the loops) become slices instead of gathers.
+A box runs with one of four strategies, chosen once per kernel at load (`hal_cpu.plans`):
+- elementwise: no reduction loop; the body runs once over the box with numpy broadcasting;
+- contraction: out = out + a*b over reduction loops (mulf/addf or muli/addi, optionally after
+  an ext/itofp cast of each factor): one `numpy.einsum` per box (BLAS for f32/f64; integers
+  accumulate in the output's type, wrapping as the sequential loop would);
+- combiner: each output is out = combine(out, f(inputs)) with a recognized combiner (addf,
+  mulf for f16/f32/f64; max/min of every kind; addi, muli, andi, ori, xori): f runs over the
+  box and its reduction slabs; float add/mul fold in loop order with `ufunc.accumulate` (the
+  sequential result exactly), the exact combiners with numpy's reductions;
+- sequential: anything else (argmax, several dependent outputs, small floats): the reduction
+  points run one after another in lexicographic order, each step vectorized over the box's
+  parallel points, with the outputs' values carried between steps.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
-from hal_cpu.buffer import CpuBuffer
-from hal_cpu.ops import I1, OpFn
+from hal_cpu.ops import OpFn
 from irtk.errors import RuntimeFailure
+from irtk.hal import numerics
 
+# Parallel points per block: bounds numpy temporaries of an elementwise box.
 BLOCK_ITERATIONS = 1 << 16
+# Elements (parallel points x reduction points) of one combiner slab.
+SLAB_ELEMENTS = 1 << 20
 
-SLICE, UNIFORM, GATHER = "slice", "uniform", "gather"
+# A resolved dispatch binding: (buffer with `host_memory`, byte offset, byte length); any
+# 3-tuple, such as irtk.hal's ResolvedBinding named tuple.
+ResolvedBinding = tuple[Any, int, int]
 
-# A resolved dispatch binding: (buffer, byte offset, byte length).
-ResolvedBinding = tuple[CpuBuffer, int, int]
+# Body steps: (kind, function or payload, operand value ids).
+STEP_OP, STEP_INDEX, STEP_PARAM, STEP_EXTRACT = "op", "index", "param", "extract"
+Step = tuple[str, object, tuple[int, ...]]
+
+Box = tuple[tuple[int, int], ...]   # per loop: (first index, count)
 
 
 @dataclass(frozen=True)
 class Operand:
-    """How one kernel operand is found in memory: flat element index = const + sum(c * loop_j)."""
+    """One kernel operand as loaded: type, shape (static or dynamic) and affine map."""
 
-    label: str                         # "input 0", "output 1": for messages
+    label: str                          # "input 0", "output 1": for messages
     binding: int
-    element_type: str                  # "f32", "i32", "i1"
-    storage: np.dtype                  # how elements are stored (i1: one uint8 per element)
-    shape: tuple[int, ...]
-    terms: tuple[tuple[int, int], ...]  # (loop dimension, coefficient), nonzero, range > 1
-    const: int
-    mode: str                          # SLICE, UNIFORM or GATHER
+    element_type: str
+    shape: tuple[int, ...]              # static extents (a dynamic entry holds 0)
+    dynamic_dims: tuple[int, ...]       # per dimension: -1, or the param holding the extent
+    rows: tuple[tuple[int, ...], ...] | None  # loops + params + 1 columns; None: a gather input
 
     @property
-    def byte_length(self) -> int:
-        return math.prod(self.shape) * self.storage.itemsize
+    def is_gather(self) -> bool:
+        return self.rows is None
 
-    @classmethod
-    def from_map(cls, label: str, binding: int, element_type: str, storage: np.dtype,
-                 shape: Sequence[int], loop_ranges: Sequence[int],
-                 rows: Sequence[Sequence[int]]) -> Operand:
-        """Linearize a (validated, in-bounds) affine map over a dense row-major operand."""
-        strides = _row_major_strides(shape)
-        loop_strides = _row_major_strides(loop_ranges)
-        nd = len(loop_ranges)
-        const = sum(row[nd] * s for row, s in zip(rows, strides))
-        terms = []
-        for j in range(nd):
-            c = sum(row[j] * s for row, s in zip(rows, strides))
-            if c != 0 and loop_ranges[j] > 1:
-                terms.append((j, c))
-        if not terms:
-            mode = UNIFORM
-        elif all(c == loop_strides[j] for j, c in terms) and \
-                {j for j, _ in terms} == {j for j in range(nd) if loop_ranges[j] > 1}:
-            mode = SLICE  # flat index = const + iteration id
-        else:
-            mode = GATHER
-        return cls(label, binding, element_type, np.dtype(storage), tuple(shape), tuple(terms),
-                   const, mode)
-
-    def view(self, kernel: str, bindings: Sequence[ResolvedBinding]) -> np.ndarray:
-        """This operand's elements in its bound buffer, as a flat typed array (no copy)."""
-        if self.binding >= len(bindings):
-            raise RuntimeFailure(
-                f"kernel '{kernel}': {self.label} uses binding {self.binding} but the dispatch "
-                f"has {len(bindings)} binding(s)")
-        buffer, offset, length = bindings[self.binding]
-        need = self.byte_length
-        if need > length:
-            shape = "x".join([str(d) for d in self.shape] + [self.element_type])
-            raise RuntimeFailure(
-                f"kernel '{kernel}': {self.label} ({shape}, {need} bytes) does not fit in "
-                f"binding {self.binding} ({length} bytes at offset {offset})")
-        return buffer.host_memory[offset:offset + need].view(self.storage)
-
-    def flat_index(self, indices: dict[int, np.ndarray]) -> np.ndarray:
-        (j, c), *rest = self.terms
-        flat = indices[j] * c if c != 1 else indices[j]
-        for j, c in rest:
-            flat = flat + indices[j] * c
-        return flat + self.const if self.const else flat
-
-    def read(self, mem: np.ndarray, start: int, end: int, indices: dict[int, np.ndarray],
-             copy: bool) -> np.ndarray:
-        if self.mode == SLICE:
-            value = mem[self.const + start:self.const + end]
-            if copy:
-                value = value.copy()
-        elif self.mode == UNIFORM:
-            value = mem[self.const:self.const + 1].copy()
-        else:
-            value = mem[self.flat_index(indices)]
-        return value != 0 if self.element_type == I1 else value
-
-    def write(self, mem: np.ndarray, start: int, end: int, indices: dict[int, np.ndarray],
-              value: np.ndarray) -> None:
-        if self.element_type == I1:
-            value = value.astype(np.uint8)
-        if self.mode == SLICE:
-            mem[self.const + start:self.const + end] = value
-        elif self.mode == UNIFORM:
-            mem[self.const:self.const + 1] = value[-1:]  # the last iteration's write wins
-        else:
-            mem[self.flat_index(indices)] = value
+    @property
+    def is_static(self) -> bool:
+        return all(d < 0 for d in self.dynamic_dims)
 
 
-# One step of a kernel body: (function, operand value ids); a None function is linalg.index,
-# whose single "operand" is the loop dimension.
-Step = tuple[OpFn | None, tuple[int, ...]]
+@dataclass(frozen=True)
+class Layout:
+    """Where an operand's elements are, for concrete extents: flat = const + sum(coeffs * loop)."""
+
+    shape: tuple[int, ...]
+    const: int
+    coeffs: tuple[int, ...]             # per loop, in elements
+    count: int
+
+
+def concrete_shape(op: Operand, params: Sequence[int]) -> tuple[int, ...]:
+    return tuple(params[p] if p >= 0 else d for d, p in zip(op.shape, op.dynamic_dims))
+
+
+def layout(op: Operand, loop_ranges: Sequence[int], params: Sequence[int]) -> Layout:
+    shape = concrete_shape(op, params)
+    strides = row_major_strides(shape)
+    count = math.prod(shape)
+    if op.rows is None:
+        return Layout(shape, 0, (0,) * len(loop_ranges), count)
+    n = len(loop_ranges)
+    const = 0
+    coeffs = [0] * n
+    for row, stride in zip(op.rows, strides):
+        const += stride * (row[-1] + sum(c * p for c, p in zip(row[n:-1], params)))
+        for j in range(n):
+            coeffs[j] += stride * row[j]
+    return Layout(shape, const, tuple(coeffs), count)
+
+
+def map_bounds(op: Operand, loop_ranges: Sequence[int], params: Sequence[int]
+               ) -> list[tuple[int, int, int]]:
+    """Per dimension: (lowest index, highest index, extent) the map reaches over the loop box."""
+    shape = concrete_shape(op, params)
+    n = len(loop_ranges)
+    out = []
+    assert op.rows is not None
+    for row, extent in zip(op.rows, shape):
+        lo = hi = row[-1] + sum(c * p for c, p in zip(row[n:-1], params))
+        for c, r in zip(row[:n], loop_ranges):
+            lo += min(0, c * (r - 1))
+            hi += max(0, c * (r - 1))
+        out.append((lo, hi, extent))
+    return out
+
+
+class Bound:
+    """A kernel bound to one dispatch: concrete extents, params and a view of every operand."""
+
+    def __init__(self, kernel: Kernel, loop_ranges: tuple[int, ...], params: tuple,
+                 layouts: list[Layout], memories: list[np.ndarray]) -> None:
+        self.kernel = kernel
+        self.loop_ranges = loop_ranges
+        self.params = params
+        self.layouts = layouts
+        self.memories = memories          # raw storage (flat), or the unpacked values of i4/f4
+        self.parallel_extents = tuple(loop_ranges[j] for j in kernel.parallel_dims)
+        self.reduction_extents = tuple(loop_ranges[j] for j in kernel.reduction_dims)
+        self.total = math.prod(self.parallel_extents)
+        self.reduction_total = math.prod(self.reduction_extents)
+        n_in = len(kernel.inputs)
+        # Inputs whose memory an output may overwrite (a binding used twice, or one buffer
+        # bound to two slots): they are read as copies, so every read sees the old values.
+        self.copied_inputs = frozenset(
+            i for i in range(n_in) for o in range(n_in, len(memories))
+            if np.may_share_memory(memories[i], memories[o]))
+        self.lock = threading.Lock()      # packed outputs: read-modify-write of shared bytes
+        self.packed_targets: dict[int, np.ndarray] = {}   # operand -> its buffer bytes
 
 
 class Kernel:
     """One kernel of an executable in the form the executor runs (built and checked by
     `hal_cpu.executable`)."""
 
-    def __init__(self, name: str, loop_ranges: Sequence[int], tile_size: int,
-                 inputs: Sequence[Operand], outputs: Sequence[Operand], steps: Sequence[Step],
-                 yields: Sequence[int]) -> None:
+    def __init__(self, name: str, loop_ranges: Sequence[int], dynamic_loops: Sequence[int],
+                 iterator_types: Sequence[str], tile_size: int, inputs: Sequence[Operand],
+                 outputs: Sequence[Operand], steps: Sequence[Step], step_names: Sequence[str],
+                 yields: Sequence[int], params: Sequence[tuple[str, str, int]],
+                 value_types: Sequence[str]) -> None:
+        from hal_cpu.plans import choose_plan
         self.name = name
-        self.loop_ranges = tuple(loop_ranges)
-        self.total = math.prod(self.loop_ranges)
+        self.static_loop_ranges = tuple(loop_ranges)
+        self.dynamic_loops = tuple(dynamic_loops)
+        self.iterator_types = tuple(iterator_types)
+        self.parallel_dims = tuple(j for j, t in enumerate(iterator_types) if t == "parallel")
+        self.reduction_dims = tuple(j for j, t in enumerate(iterator_types) if t == "reduction")
         self.tile_size = tile_size
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.operands = self.inputs + self.outputs
         self.steps = tuple(steps)
+        self.step_names = tuple(step_names)   # the MLIR op of each step
         self.yields = tuple(yields)
+        self.params = tuple(params)       # (name, type, byte offset)
+        self.value_types = tuple(value_types)
+        self.push_constant_bytes = max((off + (8 if t in ("i64", "f64") else 4)
+                                        for _, t, off in self.params), default=0)
         self.bindings = sorted({op.binding for op in self.operands})
         self.binding_count = len(self.bindings)
         self.min_binding_count = self.bindings[-1] + 1 if self.bindings else 0
-        self._loop_strides = _row_major_strides(self.loop_ranges)
-        used = {v for _, args in self.steps for v in args} | set(self.yields)
-        n_in = len(self.inputs)
-        self._read_outputs = tuple(n_in + k in used for k in range(len(self.outputs)))
-        # With several outputs a later output may yield a value that is a view of memory an
-        # earlier output's write changes (in-place kernels), so slices are read as copies.
-        self._copy_slices = len(self.outputs) > 1
-        dims = {j for op in self.operands if op.mode == GATHER for j, _ in op.terms}
-        dims |= {args[0] for fn, args in self.steps if fn is None}
-        self._index_dims = tuple(sorted(dims))
+        self.is_static = all(p < 0 for p in self.dynamic_loops) and \
+            all(op.is_static for op in self.operands)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        used = {v for kind, _, args in self.steps for v in args} | set(self.yields)
+        self.read_outputs = tuple(n_in + k in used for k in range(n_out))
+        self.plan = choose_plan(self)
+        self._static_layouts = [layout(op, self.static_loop_ranges, ()) for op in self.operands] \
+            if self.is_static and not self.params else None
 
-    def iteration_end(self, workgroups: tuple[int, int, int]) -> int:
-        """The end of the iteration range a grid of workgroups covers (ids past it do nothing)."""
-        count = workgroups[0] * workgroups[1] * workgroups[2]
-        return min(count * self.tile_size, self.total)
+    # --- binding -----------------------------------------------------------------------------
 
-    def bind(self, bindings: Sequence[ResolvedBinding]) -> list[np.ndarray]:
-        """Typed views of every operand (inputs, then outputs); raises RuntimeFailure."""
-        return [op.view(self.name, bindings) for op in self.operands]
+    def decode_params(self, constants: bytes | Sequence[int]) -> tuple:
+        """Each param's value from the dispatch's push-constant words."""
+        if not isinstance(constants, (bytes, bytearray, memoryview)):
+            constants = b"".join(int(w & 0xFFFFFFFF).to_bytes(4, "little") for w in constants)
+        data = bytes(constants)
+        if len(data) < self.push_constant_bytes:
+            raise RuntimeFailure(
+                f"kernel '{self.name}': needs {self.push_constant_bytes} bytes of push constants "
+                f"({', '.join(n for n, _, _ in self.params)}), the dispatch gave {len(data)}")
+        values = []
+        for _, t, off in self.params:
+            dt = {"index": "<i4", "i32": "<i4", "f32": "<f4", "i64": "<i8", "f64": "<f8"}[t]
+            values.append(np.frombuffer(data, dtype=dt, count=1, offset=off)[0])
+        return tuple(values)
 
-    def run(self, views: Sequence[np.ndarray], start: int, end: int) -> None:
-        """Run iterations [start, end) over operand `views` (from `bind`)."""
-        with np.errstate(all="ignore"):
-            for s in range(start, end, BLOCK_ITERATIONS):
-                self._run_block(views, s, min(s + BLOCK_ITERATIONS, end))
-
-    def _run_block(self, views: Sequence[np.ndarray], start: int, end: int) -> None:
-        indices: dict[int, np.ndarray] = {}
-        if self._index_dims:
-            ids = np.arange(start, end, dtype=np.int64)
-            for j in self._index_dims:
-                if self.loop_ranges[j] <= 1:
-                    indices[j] = np.zeros(1, dtype=np.int64)
-                    continue
-                idx = ids // self._loop_strides[j] if self._loop_strides[j] != 1 else ids
-                indices[j] = idx % self.loop_ranges[j] if j > 0 else idx
-        copy = self._copy_slices
-        values: list = [op.read(views[i], start, end, indices, copy)
-                        for i, op in enumerate(self.inputs)]
-        n_in = len(self.inputs)
-        for k, op in enumerate(self.outputs):
-            values.append(op.read(views[n_in + k], start, end, indices, copy)
-                          if self._read_outputs[k] else None)
-        for fn, args in self.steps:
-            if fn is None:
-                values.append(indices[args[0]].astype(np.int32))
+    def bind(self, bindings: Sequence[ResolvedBinding],
+             constants: bytes | Sequence[int] = b"") -> Bound:
+        """Resolve extents and views for one dispatch; raises RuntimeFailure."""
+        params = self.decode_params(constants) if self.params else ()
+        ints = [int(v) for v in params]
+        loop_ranges = tuple(ints[p] if p >= 0 else r
+                            for r, p in zip(self.static_loop_ranges, self.dynamic_loops))
+        for j, (r, p) in enumerate(zip(loop_ranges, self.dynamic_loops)):
+            if r < 0:
+                raise RuntimeFailure(f"kernel '{self.name}': loop {j} extent "
+                                     f"{self.params[p][0]} = {r} is negative")
+        for op in self.operands:
+            for d, p in enumerate(op.dynamic_dims):
+                if p >= 0 and ints[p] < 0:
+                    raise RuntimeFailure(f"kernel '{self.name}': {op.label} dimension {d} "
+                                         f"extent {self.params[p][0]} = {ints[p]} is negative")
+        if self._static_layouts is not None:
+            layouts = self._static_layouts
+        else:
+            layouts = [layout(op, loop_ranges, ints) for op in self.operands]
+            if math.prod(loop_ranges) > 0:
+                for op in self.operands:
+                    if op.rows is None:
+                        continue
+                    for r, (lo, hi, extent) in enumerate(map_bounds(op, loop_ranges, ints)):
+                        if lo < 0 or hi >= extent:
+                            raise RuntimeFailure(
+                                f"kernel '{self.name}': {op.label} map row {r} reaches indices "
+                                f"[{lo}, {hi}] outside its extent {extent} for loop ranges "
+                                f"{list(loop_ranges)}")
+        memories = []
+        packed: dict[int, np.ndarray] = {}
+        for i, (op, lay) in enumerate(zip(self.operands, layouts)):
+            raw = self._raw(op, lay, bindings)
+            if op.element_type in numerics.PACKED_TYPES:
+                memories.append(numerics.from_bits(
+                    op.element_type, numerics.unpack_nibbles(raw, lay.count)).copy())
+                if i >= len(self.inputs):
+                    packed[i] = raw
             else:
-                values.append(fn(*[values[a] for a in args]))
-        for k, op in enumerate(self.outputs):
-            op.write(views[n_in + k], start, end, indices, values[self.yields[k]])
+                memories.append(raw.view(numerics.storage_dtype(op.element_type)))
+        bound = Bound(self, loop_ranges, params, layouts, memories)
+        bound.packed_targets = packed
+        return bound
+
+    def _raw(self, op: Operand, lay: Layout, bindings: Sequence[ResolvedBinding]) -> np.ndarray:
+        if op.binding >= len(bindings):
+            raise RuntimeFailure(
+                f"kernel '{self.name}': {op.label} uses binding {op.binding} but the dispatch "
+                f"has {len(bindings)} binding(s)")
+        buffer, offset, length = bindings[op.binding]
+        need = numerics.storage_bytes(op.element_type, lay.count)
+        if need > length:
+            shape = "x".join([str(d) for d in lay.shape] + [op.element_type])
+            raise RuntimeFailure(
+                f"kernel '{self.name}': {op.label} ({shape}, {need} bytes) does not fit in "
+                f"binding {op.binding} ({length} bytes at offset {offset})")
+        return buffer.host_memory[offset:offset + need]
+
+    def iteration_end(self, workgroups: tuple[int, int, int], bound: Bound | None = None) -> int:
+        """The end of the parallel-point range a grid of workgroups covers."""
+        if bound is None:
+            if not self.is_static:
+                raise RuntimeFailure(f"kernel '{self.name}' has dynamic extents: bind it with "
+                                     "the dispatch's push constants first")
+            total = math.prod(self.static_loop_ranges[j] for j in self.parallel_dims)
+        else:
+            total = bound.total
+        count = workgroups[0] * workgroups[1] * workgroups[2]
+        return min(count * self.tile_size, total)
+
+    # --- running -----------------------------------------------------------------------------
+
+    def run(self, bound: Bound, start: int, end: int) -> None:
+        """Run parallel points [start, end) of a bound dispatch."""
+        if bound.reduction_total == 0 or end <= start:
+            return                       # no body evaluation: outputs keep their values
+        block = self.plan.block_points(bound)
+        with np.errstate(all="ignore"):
+            for s in range(start, end, block):
+                for pbox in boxes(bound.parallel_extents, s, min(s + block, end)):
+                    self.plan.run_box(bound, self.loop_box(bound, pbox))
+
+    def loop_box(self, bound: Bound, pbox: Box) -> list[tuple[int, int]]:
+        """A parallel box widened to every loop (reductions: their whole range)."""
+        box = [(0, r) for r in bound.loop_ranges]
+        for j, b in zip(self.parallel_dims, pbox):
+            box[j] = b
+        return box
 
 
-def run_guarded(kernel: Kernel, views: Sequence[np.ndarray], start: int, end: int) -> None:
-    """`kernel.run`, with any unexpected error turned into a RuntimeFailure naming the kernel."""
-    try:
-        kernel.run(views, start, end)
-    except RuntimeFailure:
-        raise
-    except Exception as e:
-        raise RuntimeFailure(
-            f"kernel '{kernel.name}' failed on iterations [{start}, {end}): "
-            f"{type(e).__name__}: {e}") from e
+# --- operand access ----------------------------------------------------------------------------
+
+def read(bound: Bound, index: int, box: Sequence[tuple[int, int]], copy: bool = False
+         ) -> np.ndarray:
+    """Operand `index`'s values over a box (broadcast shape: 1 on loops its map ignores)."""
+    kernel = bound.kernel
+    op = kernel.operands[index]
+    view = strided(bound, index, box)
+    t = op.element_type
+    if t in numerics.PACKED_TYPES or t in ("i8", "i16", "i32", "i64", "index", "f16", "f32",
+                                           "f64"):
+        return view.copy() if copy else view
+    return numerics.from_bits(t, view)
 
 
-def work_items(kernel: Kernel, views: Sequence[np.ndarray],
-               chunks: Sequence[tuple[int, int]]) -> list[Callable[[], None]]:
-    """One callable per chunk of iterations, for the task system."""
-    return [partial(run_guarded, kernel, views, s, e) for s, e in chunks]
+def strided(bound: Bound, index: int, box: Sequence[tuple[int, int]],
+            compact: bool = False) -> np.ndarray:
+    """A strided view of operand `index` over a box; `compact` drops the loops it ignores."""
+    lay = bound.layouts[index]
+    mem = bound.memories[index]
+    offset = lay.const + sum(c * lo for c, (lo, _) in zip(lay.coeffs, box))
+    item = mem.itemsize
+    if compact:
+        dims = [j for j, c in enumerate(lay.coeffs) if c != 0]
+        shape = [box[j][1] for j in dims]
+        strides = [lay.coeffs[j] * item for j in dims]
+    else:
+        shape = [n if c != 0 else 1 for c, (_, n) in zip(lay.coeffs, box)]
+        strides = [c * item for c in lay.coeffs]
+    base = mem[offset:offset + 1] if mem.size else mem
+    return as_strided(base, shape=shape, strides=strides, writeable=True)
 
 
-def _row_major_strides(shape: Sequence[int]) -> list[int]:
+def write(bound: Bound, index: int, box: Sequence[tuple[int, int]], value: np.ndarray) -> None:
+    """Store values (broadcastable to the box) into output operand `index`."""
+    kernel = bound.kernel
+    op = kernel.operands[index]
+    lay = bound.layouts[index]
+    full = tuple(n for _, n in box)
+    value = np.broadcast_to(value, full)
+    # Loops the output ignores: several points write one element, the last one wins.
+    pick = tuple(slice(-1, None) if c == 0 and n > 1 else slice(None)
+                 for c, n in zip(lay.coeffs, full))
+    value = value[pick]
+    view = strided(bound, index, box)
+    t = op.element_type
+    if t in numerics.PACKED_TYPES:
+        with bound.lock:
+            view[...] = value
+            _write_back_nibbles(bound, index, box)
+        return
+    if t in ("i8", "i16", "i32", "i64", "index", "f16", "f32", "f64"):
+        view[...] = value
+    else:
+        view[...] = numerics.to_bits(t, value)
+
+
+def _write_back_nibbles(bound: Bound, index: int, box: Sequence[tuple[int, int]]) -> None:
+    lay = bound.layouts[index]
+    flat = np.int64(lay.const + sum(c * lo for c, (lo, _) in zip(lay.coeffs, box)))
+    for j, (c, (_, n)) in enumerate(zip(lay.coeffs, box)):
+        if c != 0:
+            shape = [1] * len(box)
+            shape[j] = n
+            flat = flat + (np.arange(n, dtype=np.int64) * c).reshape(shape)
+    byte_index = np.unique(np.asarray(flat).reshape(-1) // 2)
+    values = bound.memories[index]
+    t = bound.kernel.operands[index].element_type
+    lo_codes = numerics.to_bits(t, values[2 * byte_index])
+    hi_pos = np.minimum(2 * byte_index + 1, values.size - 1)
+    hi_codes = np.where(2 * byte_index + 1 < values.size,
+                        numerics.to_bits(t, values[hi_pos]), 0).astype(np.uint8)
+    target = bound.packed_targets[index]
+    target[byte_index] = (lo_codes & np.uint8(15)) | (hi_codes << np.uint8(4))
+
+
+# --- body evaluation ---------------------------------------------------------------------------
+
+def evaluate(bound: Bound, box: Sequence[tuple[int, int]], outputs: Sequence | None,
+             skip: frozenset[int] = frozenset()) -> list:
+    """Body values over a box. `outputs`: the outputs' current values (None: read them)."""
+    kernel = bound.kernel
+    n_in = len(kernel.inputs)
+    copied = bound.copied_inputs
+    values: list = [None if op.is_gather else read(bound, i, box, i in copied)
+                    for i, op in enumerate(kernel.inputs)]
+    if outputs is None:
+        values += [read(bound, n_in + k, box, copy=True) if kernel.read_outputs[k] else None
+                   for k in range(len(kernel.outputs))]
+    else:
+        values += list(outputs)
+    rank = len(box)
+    for n, (kind, payload, args) in enumerate(kernel.steps):
+        if n in skip:
+            values.append(None)
+        elif kind == STEP_OP:
+            values.append(payload(*[values[a] for a in args]))  # type: ignore[operator]
+        elif kind == STEP_INDEX:
+            j = payload
+            lo, count = box[j]  # type: ignore[index]
+            shape = [1] * rank
+            shape[j] = count  # type: ignore[index]
+            values.append(np.arange(lo, lo + count, dtype=np.int32).reshape(shape))
+        elif kind == STEP_PARAM:
+            values.append(np.asarray(bound.params[payload]))  # type: ignore[index]
+        else:
+            indices = [values[a] for a in args]
+            values.append(_extract(bound, payload, indices))  # type: ignore[arg-type]
+    return values
+
+
+def _extract(bound: Bound, input_index: int, indices: list[np.ndarray]) -> np.ndarray:
+    """tensor.extract of a gather input; each index is clamped into its dimension."""
+    lay = bound.layouts[input_index]
+    op = bound.kernel.inputs[input_index]
+    dtype = numerics.compute_dtype(op.element_type)
+    if lay.count == 0:
+        return np.zeros(np.broadcast_shapes(*[np.shape(i) for i in indices]) if indices else (),
+                        dtype=dtype)
+    strides = row_major_strides(lay.shape)
+    flat: np.ndarray | int = 0
+    for idx, extent, stride in zip(indices, lay.shape, strides):
+        flat = flat + np.clip(np.asarray(idx, dtype=np.int64), 0, extent - 1) * stride
+    raw = bound.memories[input_index][flat]
+    if op.element_type in numerics.PACKED_TYPES:
+        return np.asarray(raw)
+    if op.element_type in ("i1", "bf16") or op.element_type in numerics.SMALL_FLOATS:
+        return numerics.from_bits(op.element_type, raw)
+    return np.asarray(raw).astype(dtype, copy=False)
+
+
+# --- iteration space ---------------------------------------------------------------------------
+
+def boxes(extents: Sequence[int], start: int, end: int) -> Iterator[Box]:
+    """Cut points [start, end) of a row-major space into boxes: one range on one dimension,
+    fixed indices before it, whole dimensions after it."""
+    if start >= end:
+        return
+    if not extents:
+        yield ()
+        return
+    inner = math.prod(extents[1:])
+    if inner == 0:
+        return
+    i0, r0 = divmod(start, inner)
+    i1, r1 = divmod(end, inner)
+    rest = tuple((0, n) for n in extents[1:])
+    if i0 == i1:
+        for b in boxes(extents[1:], r0, r1):
+            yield ((i0, 1),) + b
+        return
+    if r0:
+        for b in boxes(extents[1:], r0, inner):
+            yield ((i0, 1),) + b
+        i0 += 1
+    if i1 > i0:
+        yield ((i0, i1 - i0),) + rest
+    if r1:
+        for b in boxes(extents[1:], 0, r1):
+            yield ((i1, 1),) + b
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
     strides = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         strides[i] = strides[i + 1] * shape[i + 1]
     return strides
+
+
+def run_guarded(kernel: Kernel, bound: Bound, start: int, end: int) -> None:
+    """`kernel.run`, with any unexpected error turned into a RuntimeFailure naming the kernel."""
+    try:
+        kernel.run(bound, start, end)
+    except RuntimeFailure:
+        raise
+    except Exception as e:
+        raise RuntimeFailure(
+            f"kernel '{kernel.name}' failed on parallel points [{start}, {end}): "
+            f"{type(e).__name__}: {e}") from e
+
+
+def work_items(kernel: Kernel, bound: Bound,
+               chunks: Sequence[tuple[int, int]]) -> list[Callable[[], None]]:
+    """One callable per chunk of parallel points, for the task system."""
+    return [partial(run_guarded, kernel, bound, s, e) for s, e in chunks]
+
+
+__all__ = ["Bound", "Kernel", "Operand", "OpFn", "ResolvedBinding", "Step", "boxes",
+           "evaluate", "read", "strided", "write", "work_items"]

@@ -1,36 +1,35 @@
-"""The op table of kernel bodies: MLIR op name -> a numpy function over one tile of values.
+"""The op table of the kernel executor: MLIR scalar op -> numpy function, for every scalar type.
 
-Values are 1-D numpy arrays (float32 for f32, int32 for i32 and index, bool for i1) of the tile's
-length, or of length 1 for values that do not vary over the tile (constants); numpy broadcasting
-mixes the two. Ops are compiled once when an executable is created: `compile_op` checks operand
-and result types and returns a closure with the attributes (predicate, constant) bound, so running
-a tile is one call per op. No op mutates its operands (values may be views of buffers).
+`compile_op` is called once per body op at load time; it checks the operand and result types
+and returns a closure with the attributes (predicate, constant, types) bound, so running a block
+is one call per op. Values are numpy arrays in each type's compute dtype
+(`irtk.hal.numerics.compute_dtype`): bool for i1, int8 (sign-extended) for i4, float32 for bf16
+and the f8/f4 types. Every op returns values of its result type: integers wrap to their width,
+and bf16/f8/f4 results are rounded to the type after every op, as `arith.truncf` would. No op
+mutates its operands (values may be views of buffers).
 
-Numerical rules where MLIR leaves the result undefined (poison / UB) — the same on every tile and
-every driver run, and written down in docs/hal_cpu.md:
-- f32 arithmetic is IEEE float32 (numpy's float32 loops); inf and NaN are ordinary results.
-- i32 arithmetic wraps modulo 2**32.
-- divsi/divui/remsi/remui by zero give 0; divsi(INT_MIN, -1) wraps to INT_MIN, remsi gives 0.
-- shli/shrui by an amount >= 32 (the amount read as unsigned) give 0; shrsi gives the sign fill.
-- fptosi/fptoui saturate to the target range and turn NaN into 0.
-- maximumf/minimumf propagate NaN and order -0.0 < +0.0; maxnumf/minnumf ignore a NaN operand.
-- math.fma rounds once in float64, then to float32.
+Rules where MLIR leaves the result undefined are the SPIR-V generator's, written down in
+docs/cpu_kernels.md: division and remainder by zero give 0, signed MIN / -1 wraps to MIN (rem 0),
+shifts by >= the width give 0 (shrsi: the sign fill), fptosi/fptoui saturate and take NaN to 0.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from irtk.hal import numerics
+
 F32, I32, I1 = "f32", "i32", "i1"
-VALUE_TYPES = (F32, I32, I1)
-DTYPES: dict[str, np.dtype] = {F32: np.dtype(np.float32), I32: np.dtype(np.int32),
-                               I1: np.dtype(np.bool_)}
+INT_TYPES = ("i1", "i4", "i8", "i16", "i32", "i64")
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64", *numerics.SMALL_FLOATS)
+VALUE_TYPES = INT_TYPES + FLOAT_TYPES
+_NATIVE_FLOATS = ("f16", "f32", "f64")
+_WIDTH = {t: numerics.bit_width(t) for t in VALUE_TYPES}
 
 OpFn = Callable[..., np.ndarray]
-
-_INT_MIN, _INT_MAX, _UINT_MAX = -(2 ** 31), 2 ** 31 - 1, 2 ** 32 - 1
 
 
 class OpError(Exception):
@@ -53,11 +52,52 @@ def normalize_type(name: str | None) -> str | None:
     return I32 if name == "index" else name
 
 
+def dtype(t: str) -> np.dtype:
+    return numerics.compute_dtype(t)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _finish(t: str) -> Callable[[np.ndarray], np.ndarray]:
+    """What makes a raw numpy result a value of `t`."""
+    d = dtype(t)
+    if t in _NATIVE_FLOATS:
+        return lambda r: r if r.dtype == d else r.astype(d)
+    return lambda r: numerics.round_to(t, r)
+
+
+def _float(t: str, fn: OpFn) -> OpFn:
+    finish = _finish(t)
+    return lambda *a: finish(fn(*a))
+
+
+def as_unsigned(t: str, x: np.ndarray) -> np.ndarray:
+    """The bits of integer values read as unsigned (a uint dtype)."""
+    if t == "i1":
+        return x.astype(np.uint8)
+    if t == "i4":
+        return x.astype(np.uint8) & np.uint8(15)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def from_unsigned(t: str, u: np.ndarray) -> np.ndarray:
+    """Unsigned bits back to `t`'s values."""
+    if t in ("i1", "i4"):
+        return numerics.wrap_int(t, u.astype(np.int64))
+    d = dtype(t)
+    return u.astype(np.dtype(f"u{d.itemsize}"), copy=False).view(d)
+
+
+def _int_range(t: str) -> tuple[int, int]:
+    w = _WIDTH[t]
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
+
+
 # --- float ops -------------------------------------------------------------------------------
 
 def _maximumf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r = np.maximum(a, b)
-    zeros = (a == 0) & (b == 0)  # +0 + -0 is +0: the larger zero
+    zeros = (a == 0) & (b == 0)  # +0 and -0: the larger zero is +0
     return np.where(zeros, a + b, r) if zeros.any() else r
 
 
@@ -68,18 +108,32 @@ def _minimumf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _rsqrt(a: np.ndarray) -> np.ndarray:
-    return np.float32(1) / np.sqrt(a)
+    return a.dtype.type(1) / np.sqrt(a)
 
 
 def _round_half_away(a: np.ndarray) -> np.ndarray:
     m = np.abs(a)
     r = np.floor(m)
-    r = r + (m - r >= np.float32(0.5)).astype(np.float32)
+    r = r + (m - r >= a.dtype.type(0.5)).astype(a.dtype)
     return np.copysign(r, a)
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(a: np.ndarray) -> np.ndarray:
+    return _ERF(a.astype(np.float64)).astype(np.float64)
+
+
+def _wide(fn: OpFn) -> OpFn:
+    """Evaluate in float64 (one rounding to the result type afterwards)."""
+    return lambda *a: fn(*[x.astype(np.float64) for x in a])
+
+
 def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    return (a.astype(np.float64) * b + c).astype(np.float32)
+    if a.dtype == np.float64:
+        return a * b + c
+    return a.astype(np.float64) * b + c
 
 
 _FLOAT_UNARY: dict[str, OpFn] = {
@@ -103,6 +157,7 @@ _FLOAT_UNARY: dict[str, OpFn] = {
     "math.asin": np.arcsin,
     "math.acos": np.arccos,
     "math.atan": np.arctan,
+    "math.erf": _erf,
     "math.floor": np.floor,
     "math.ceil": np.ceil,
     "math.trunc": np.trunc,
@@ -158,269 +213,398 @@ _CMPF: dict[str, OpFn] = {
 
 # --- integer ops -----------------------------------------------------------------------------
 
-def _u32(a: np.ndarray) -> np.ndarray:
-    return a.view(np.uint32)
+def _wrapping(t: str, fn: OpFn) -> OpFn:
+    """An op numpy computes modulo 2**8k in the compute dtype; i4 wraps again to 4 bits."""
+    if t == "i4":
+        return lambda a, b: numerics.wrap_int("i4", fn(a, b))
+    return fn
 
 
-def _s32(a: np.ndarray) -> np.ndarray:
-    return a.view(np.int32)
+def _safe_divisor(t: str, a: np.ndarray, b: np.ndarray, signed: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(divisor with 1 where dividing is undefined, where b == 0)."""
+    zero = b == 0
+    unsafe = zero
+    if signed:
+        unsafe = zero | ((a == _int_range(t)[0]) & (b == -1))
+    return np.where(unsafe, b.dtype.type(1), b), zero
 
 
-def _divsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    zero = b64 == 0
-    b64 = np.where(zero, 1, b64)
-    q = np.abs(a64) // np.abs(b64)
-    q = np.where((a64 < 0) != (b64 < 0), -q, q)  # truncate toward zero
-    return np.where(zero, 0, q).astype(np.int32)  # INT_MIN / -1 = 2**31 wraps to INT_MIN
-
-
-def _remsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    zero = b64 == 0
-    r = np.fmod(a64, np.where(zero, 1, b64))  # sign of the dividend
-    return np.where(zero, 0, r).astype(np.int32)
-
-
-def _divui(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    au, bu = _u32(a), _u32(b)
-    zero = bu == 0
-    q = au // np.where(zero, np.uint32(1), bu)
-    return _s32(np.where(zero, np.uint32(0), q))
-
-
-def _remui(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    au, bu = _u32(a), _u32(b)
-    zero = bu == 0
-    r = au % np.where(zero, np.uint32(1), bu)
-    return _s32(np.where(zero, np.uint32(0), r))
-
-
-def _shli(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    amount = _u32(b)
-    r = np.left_shift(_u32(a), amount & np.uint32(31))
-    return _s32(np.where(amount >= 32, np.uint32(0), r))
-
-
-def _shrui(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    amount = _u32(b)
-    r = np.right_shift(_u32(a), amount & np.uint32(31))
-    return _s32(np.where(amount >= 32, np.uint32(0), r))
-
-
-def _shrsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    amount = np.minimum(_u32(b), np.uint32(31)).astype(np.int32)  # >= 32: sign fill
-    return np.right_shift(a, amount)
-
-
-def _unsigned(fn: OpFn) -> OpFn:
-    """An i32 op on the operands read as unsigned, its result read back as i32."""
+def _signed_division(t: str, kind: str) -> OpFn:
     def op(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return _s32(fn(_u32(a), _u32(b)))
+        d, zero = _safe_divisor(t, a, b, True)
+        floor = a // d
+        rem = a - floor * d                    # has the sign of d
+        inexact = rem != 0
+        if kind == "floordiv":
+            r = floor
+        elif kind == "ceildiv":
+            r = floor + inexact.astype(a.dtype)
+        else:
+            trunc = floor + (inexact & ((a < 0) != (d < 0))).astype(a.dtype)
+            r = trunc if kind == "div" else a - trunc * d
+        return numerics.wrap_int(t, np.where(zero, a.dtype.type(0), r))
     return op
 
 
-def _unsigned_compare(fn: OpFn) -> OpFn:
+def _unsigned_division(t: str, kind: str) -> OpFn:
     def op(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return fn(_u32(a), _u32(b))
+        ua, ub = as_unsigned(t, a), as_unsigned(t, b)
+        d, zero = _safe_divisor(t, ua, ub, False)
+        if kind == "rem":
+            r = ua % d
+        else:
+            r = ua // d
+            if kind == "ceildiv":
+                r = r + (ua % d != 0).astype(r.dtype)
+        return from_unsigned(t, np.where(zero, ua.dtype.type(0), r))
     return op
 
 
-_INT_BINARY: dict[str, OpFn] = {
-    "arith.addi": np.add,
-    "arith.subi": np.subtract,
-    "arith.muli": np.multiply,
-    "arith.divsi": _divsi,
-    "arith.divui": _divui,
-    "arith.remsi": _remsi,
-    "arith.remui": _remui,
-    "arith.maxsi": np.maximum,
-    "arith.minsi": np.minimum,
-    "arith.maxui": _unsigned(np.maximum),
-    "arith.minui": _unsigned(np.minimum),
-    "arith.andi": np.bitwise_and,
-    "arith.ori": np.bitwise_or,
-    "arith.xori": np.bitwise_xor,
-    "arith.shli": _shli,
-    "arith.shrsi": _shrsi,
-    "arith.shrui": _shrui,
-}
+def _shift(t: str, kind: str) -> OpFn:
+    w = _WIDTH[t]
 
-# i1 is arithmetic modulo 2: add and sub are xor, mul is and.
-_I1_BINARY: dict[str, OpFn] = {
-    "arith.addi": np.logical_xor,
-    "arith.subi": np.logical_xor,
-    "arith.muli": np.logical_and,
-    "arith.andi": np.logical_and,
-    "arith.ori": np.logical_or,
-    "arith.xori": np.logical_xor,
-}
+    def op(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        amount = as_unsigned(t, b)
+        big = amount >= w
+        amt = np.where(big, 0, amount).astype(np.uint8)
+        if kind == "shrsi":
+            s = a.astype(np.int8) if t == "i1" else a
+            r = np.right_shift(s, np.where(big, w - 1, amt).astype(s.dtype))
+            return (r != 0) if t == "i1" else r
+        u = as_unsigned(t, a)
+        r = np.left_shift(u, amt.astype(u.dtype)) if kind == "shli" else \
+            np.right_shift(u, amt.astype(u.dtype))
+        return from_unsigned(t, np.where(big, u.dtype.type(0), r))
+    return op
+
+
+def _unsigned_minmax(t: str, fn: OpFn) -> OpFn:
+    return lambda a, b: from_unsigned(t, fn(as_unsigned(t, a), as_unsigned(t, b)))
+
+
+def _popcount(u: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(u).astype(np.int64)
+
+
+def _ctlz(t: str) -> OpFn:
+    w = _WIDTH[t]
+
+    def op(a: np.ndarray) -> np.ndarray:
+        u = as_unsigned(t, a).astype(np.uint64)
+        length = np.zeros(u.shape, dtype=np.int64)
+        for bit in range(w):                       # bit length = index of the highest set bit
+            length = np.where((u >> np.uint64(bit)) & np.uint64(1), bit + 1, length)
+        return numerics.wrap_int(t, w - length)
+    return op
+
+
+def _cttz(t: str) -> OpFn:
+    w = _WIDTH[t]
+
+    def op(a: np.ndarray) -> np.ndarray:
+        u = as_unsigned(t, a).astype(np.uint64)
+        zero = u == 0
+        low = (~u) & (u - np.uint64(1))            # the trailing zeros as ones
+        return numerics.wrap_int(t, np.where(zero, w, _popcount(low)))
+    return op
+
+
+def _ctpop(t: str) -> OpFn:
+    return lambda a: numerics.wrap_int(t, _popcount(as_unsigned(t, a)))
+
+
+def _absi(t: str) -> OpFn:
+    if t == "i1":
+        return lambda a: a
+    return lambda a: numerics.wrap_int(t, np.abs(a.astype(np.int64)) if t == "i4" else np.abs(a))
+
+
+def _ipowi(t: str) -> OpFn:
+    """Wrapping integer power by squaring; a negative exponent gives 1/a**-b truncated
+    (1 for a == 1, ±1 for a == -1, else 0)."""
+    w = _WIDTH[t]
+
+    def op(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(a, b)
+        if t == "i1":
+            return a | ~b   # a**0 = 1; true(-1)**b = ±1 -> true; false**b>0 = 0
+        base = a.astype(np.int64)
+        e = as_unsigned(t, b).astype(np.uint64)
+        result = np.ones(a.shape, dtype=np.int64)
+        for _ in range(w):
+            odd = (e & np.uint64(1)).astype(np.bool_)
+            result = np.where(odd, result * base, result)
+            base = base * base
+            e = e >> np.uint64(1)
+        negative = b < 0
+        neg_result = np.where(a == 1, 1, np.where(a == -1, np.where(b & 1, -1, 1), 0))
+        return numerics.wrap_int(t, np.where(negative, neg_result, result))
+    return op
+
 
 _CMPI: dict[str, OpFn] = {
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "slt": np.less,
-    "sle": np.less_equal,
-    "sgt": np.greater,
-    "sge": np.greater_equal,
-    "ult": _unsigned_compare(np.less),
-    "ule": _unsigned_compare(np.less_equal),
-    "ugt": _unsigned_compare(np.greater),
-    "uge": _unsigned_compare(np.greater_equal),
+    "eq": np.equal, "ne": np.not_equal,
+    "slt": np.less, "sle": np.less_equal, "sgt": np.greater, "sge": np.greater_equal,
+    "ult": np.less, "ule": np.less_equal, "ugt": np.greater, "uge": np.greater_equal,
 }
 
 
-def _cmpi_i1(predicate: str) -> OpFn:
-    """i1 compares as a 1-bit integer: signed, true is -1; unsigned, true is 1."""
+def _cmpi(t: str, predicate: str) -> OpFn:
     compare = _CMPI[predicate]
-    signed = predicate[0] == "s"
+    if t == "i1":  # a 1-bit integer: signed, true is -1; unsigned, true is 1
+        signed = predicate[0] == "s"
+        return lambda a, b: compare(-a.astype(np.int8) if signed else a.astype(np.int8),
+                                    -b.astype(np.int8) if signed else b.astype(np.int8))
+    if predicate[0] == "u":
+        return lambda a, b: compare(as_unsigned(t, a), as_unsigned(t, b))
+    return compare
 
-    def op(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if signed:
-            return compare(-a.astype(np.int32), -b.astype(np.int32))
-        return compare(a.astype(np.int32), b.astype(np.int32))
-    return op
+
+def _int_binary_fn(name: str, t: str) -> OpFn:
+    if t == "i1":
+        table = {"arith.addi": np.logical_xor, "arith.subi": np.logical_xor,
+                 "arith.muli": np.logical_and, "arith.andi": np.logical_and,
+                 "arith.ori": np.logical_or, "arith.xori": np.logical_xor,
+                 "arith.maxsi": np.logical_and, "arith.minsi": np.logical_or,
+                 "arith.maxui": np.logical_or, "arith.minui": np.logical_and,
+                 # x / 0 is 0, and -1 / -1 wraps back to -1: division is `and`, remainder 0.
+                 "arith.divsi": np.logical_and, "arith.divui": np.logical_and,
+                 "arith.ceildivsi": np.logical_and, "arith.ceildivui": np.logical_and,
+                 "arith.floordivsi": np.logical_and,
+                 "arith.remsi": _always(False), "arith.remui": _always(False)}
+        if name in table:
+            return table[name]
+    simple = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+              "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or,
+              "arith.xori": np.bitwise_xor, "arith.maxsi": np.maximum,
+              "arith.minsi": np.minimum}
+    if name in simple:
+        return _wrapping(t, simple[name])
+    if name in ("arith.maxui", "arith.minui"):
+        return _unsigned_minmax(t, np.maximum if name == "arith.maxui" else np.minimum)
+    if name in ("arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi"):
+        kind = {"arith.divsi": "div", "arith.remsi": "rem", "arith.ceildivsi": "ceildiv",
+                "arith.floordivsi": "floordiv"}[name]
+        return _signed_division(t, kind)
+    if name in ("arith.divui", "arith.remui", "arith.ceildivui"):
+        return _unsigned_division(t, {"arith.divui": "div", "arith.remui": "rem",
+                                      "arith.ceildivui": "ceildiv"}[name])
+    if name in ("arith.shli", "arith.shrsi", "arith.shrui"):
+        return _shift(t, name.split(".")[1])
+    if name == "math.ipowi":
+        return _ipowi(t)
+    raise OpError(f"no integer form of {name}")
+
+
+_INT_BINARY_NAMES = ("arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
+                     "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
+                     "arith.floordivsi", "arith.maxsi", "arith.minsi", "arith.maxui",
+                     "arith.minui", "arith.andi", "arith.ori", "arith.xori", "arith.shli",
+                     "arith.shrsi", "arith.shrui", "math.ipowi")
 
 
 # --- casts -----------------------------------------------------------------------------------
 
-def _fptosi(a: np.ndarray) -> np.ndarray:
-    x = np.trunc(a.astype(np.float64))
-    x = np.where(np.isnan(x), 0.0, np.clip(x, _INT_MIN, _INT_MAX))
-    return x.astype(np.int32)
+def _to_float(src: str, dst: str, unsigned: bool) -> OpFn:
+    d = dtype(dst)
 
-
-def _fptoui(a: np.ndarray) -> np.ndarray:
-    x = np.trunc(a.astype(np.float64))
-    x = np.where(np.isnan(x), 0.0, np.clip(x, 0, _UINT_MAX))
-    return x.astype(np.uint32).view(np.int32)
-
-
-def _sitofp_i1(a: np.ndarray) -> np.ndarray:
-    return np.where(a, np.float32(-1), np.float32(0))
-
-
-def _bitcast(dtype: np.dtype) -> OpFn:
     def op(a: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(a).view(dtype)
+        if src == "i1":
+            v = a.astype(np.int8)
+            v = v if unsigned else -v           # signed i1 true is -1
+        else:
+            v = as_unsigned(src, a) if unsigned else a
+        if dst in ("f32", "f64", "f16"):
+            return v.astype(d)                  # numpy converts with one rounding
+        return numerics.round_to(dst, v.astype(np.float64))
     return op
+
+
+def _to_int(src: str, dst: str, unsigned: bool) -> OpFn:
+    w = _WIDTH[dst]
+    lo, hi = (0, (1 << w) - 1) if unsigned else _int_range(dst)
+    if dst == "i1":
+        lo, hi = (0, 1) if unsigned else (-1, 0)
+
+    def op(a: np.ndarray) -> np.ndarray:
+        x = np.trunc(a.astype(np.float64))
+        nan = np.isnan(x)
+        x = np.where(nan, 0.0, x)
+        low, high = x <= lo, x >= hi
+        safe = np.where(low | high, 0.0, x)
+        if unsigned and w == 64:
+            r = safe.astype(np.uint64)
+            r = np.where(low, np.uint64(lo), np.where(high, np.uint64(hi), r))
+            return from_unsigned(dst, r)
+        r = safe.astype(np.int64)
+        r = np.where(low, lo, np.where(high, hi, r))
+        if dst == "i1":
+            return r != 0
+        return from_unsigned(dst, r.astype(np.uint64)) if unsigned else numerics.wrap_int(dst, r)
+    return op
+
+
+def _int_resize(src: str, dst: str, kind: str) -> OpFn:
+    """extsi / extui / trunci and the index casts."""
+    if kind == "zext":
+        return lambda a: numerics.wrap_int(dst, as_unsigned(src, a).astype(np.int64)) \
+            if dst != "i64" else as_unsigned(src, a).astype(np.uint64).view(np.int64)
+    if kind == "sext":
+        if src == "i1":
+            return lambda a: numerics.wrap_int(dst, -a.astype(np.int64))
+        return lambda a: a.astype(dtype(dst))
+    return lambda a: numerics.wrap_int(dst, a.astype(np.int64) if src != "i64" else a)
+
+
+def _bitcast(src: str, dst: str) -> OpFn:
+    return lambda a: numerics.from_bits(dst, numerics.to_bits(src, a))
 
 
 def _identity(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# (op name, operand type) -> (result type, function)
-_CASTS: dict[tuple[str, str], tuple[str, OpFn]] = {
-    ("arith.sitofp", I32): (F32, lambda a: a.astype(np.float32)),
-    ("arith.sitofp", I1): (F32, _sitofp_i1),
-    ("arith.uitofp", I32): (F32, lambda a: _u32(a).astype(np.float32)),
-    ("arith.uitofp", I1): (F32, lambda a: a.astype(np.float32)),
-    ("arith.fptosi", F32): (I32, _fptosi),
-    ("arith.fptoui", F32): (I32, _fptoui),
-    ("arith.extui", I1): (I32, lambda a: a.astype(np.int32)),
-    ("arith.extsi", I1): (I32, lambda a: np.negative(a.astype(np.int32))),
-    ("arith.trunci", I32): (I1, lambda a: (a & 1).astype(np.bool_)),
-    ("arith.bitcast", F32): (I32, _bitcast(np.dtype(np.int32))),
-    ("arith.bitcast", I32): (F32, _bitcast(np.dtype(np.float32))),
-    ("arith.index_cast", I32): (I32, _identity),
-    ("arith.index_castui", I32): (I32, _identity),
-    ("math.absi", I32): (I32, np.abs),  # abs(INT_MIN) wraps to INT_MIN
-}
-
-
 # --- compilation -----------------------------------------------------------------------------
 
 def _constant(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 0)
-    rtype = attrs.result_type
-    if rtype == F32:
-        value = np.array([attrs.float_value], dtype=np.float32)
-    elif rtype == I32:
-        if not _INT_MIN <= attrs.int_value <= _UINT_MAX:
-            raise OpError(f"int_value {attrs.int_value} does not fit in i32")
-        value = np.array([attrs.int_value & _UINT_MAX], dtype=np.uint32).view(np.int32)
-    elif rtype == I1:
-        if attrs.int_value not in (0, 1, -1):
-            raise OpError(f"int_value {attrs.int_value} is not an i1 (0, 1 or -1)")
-        value = np.array([attrs.int_value != 0], dtype=np.bool_)
+    _arity(types, 0)
+    t = attrs.result_type
+    if t not in VALUE_TYPES:
+        raise OpError(f"result_type {t!r} is not a scalar type ({', '.join(VALUE_TYPES)})")
+    if t in FLOAT_TYPES:
+        value = numerics.round_to(t, np.array([attrs.float_value], dtype=np.float64))
     else:
-        raise OpError(f"result_type {rtype!r} is not a constant type (f32, i32, i1, index)")
+        w = _WIDTH[t]
+        lo = -(1 << (w - 1)) if w > 1 else -1
+        if not lo <= attrs.int_value < (1 << w):
+            raise OpError(f"int_value {attrs.int_value} does not fit in {t}")
+        value = numerics.from_bits(t, np.array([attrs.int_value & ((1 << w) - 1)],
+                                               dtype=np.uint64))
+    value = value.reshape(())            # a scalar: broadcasts into boxes of any rank
     value.flags.writeable = False
-    return (lambda: value), rtype
+    return (lambda: value), t
 
 
-def _float_unary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 1)
-    _expect(attrs, types, (F32,))
-    return _FLOAT_UNARY[attrs.name], _result(attrs, F32)
-
-
-def _float_binary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 2)
-    _expect(attrs, types, (F32, F32))
-    return _FLOAT_BINARY[attrs.name], _result(attrs, F32)
+def _float_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
+    table = _FLOAT_UNARY if attrs.name in _FLOAT_UNARY else _FLOAT_BINARY
+    _arity(types, 1 if table is _FLOAT_UNARY else 2)
+    t = types[0]
+    if t not in FLOAT_TYPES or any(x != t for x in types):
+        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
+    fn = table[attrs.name]
+    if attrs.name == "math.erf":
+        return _float(t, fn), _result(attrs, t)
+    if t not in _NATIVE_FLOATS and attrs.name not in ("arith.negf", "math.absf",
+                                                      "math.copysign", "arith.maximumf",
+                                                      "arith.minimumf", "arith.maxnumf",
+                                                      "arith.minnumf"):
+        return _float(t, fn), _result(attrs, t)
+    return fn, _result(attrs, t)
 
 
 def _fma_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 3)
-    _expect(attrs, types, (F32, F32, F32))
-    return _fma, _result(attrs, F32)
+    _arity(types, 3)
+    t = types[0]
+    if t not in FLOAT_TYPES or any(x != t for x in types):
+        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
+    return _float(t, _fma), _result(attrs, t)
+
+
+def _fpowi(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
+    _arity(types, 2)
+    if types[0] not in FLOAT_TYPES or types[1] not in INT_TYPES:
+        raise OpError(f"operand types ({', '.join(types)}) are not (float, integer)")
+    return _float(types[0], _wide(np.power)), _result(attrs, types[0])
 
 
 def _int_binary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 2)
-    if types == [I1, I1] and attrs.name in _I1_BINARY:
-        return _I1_BINARY[attrs.name], _result(attrs, I1)
-    _expect(attrs, types, (I32, I32))
-    return _INT_BINARY[attrs.name], _result(attrs, I32)
+    _arity(types, 2)
+    t = types[0]
+    if t not in INT_TYPES or types[1] != t:
+        raise OpError(f"operand types ({', '.join(types)}) are not one integer type")
+    return _int_binary_fn(attrs.name, t), _result(attrs, t)
+
+
+def _int_unary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
+    _arity(types, 1)
+    t = types[0]
+    if t not in INT_TYPES:
+        raise OpError(f"operand type {t} is not an integer type")
+    make = {"math.absi": _absi, "math.ctlz": _ctlz, "math.cttz": _cttz,
+            "math.ctpop": _ctpop}[attrs.name]
+    return make(t), _result(attrs, t)
 
 
 def _cmpf(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 2)
-    _expect(attrs, types, (F32, F32))
+    _arity(types, 2)
+    if types[0] not in FLOAT_TYPES or types[1] != types[0]:
+        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
     fn = _CMPF.get(attrs.predicate or "")
     if fn is None:
         raise OpError(f"predicate {attrs.predicate!r} is not one of {', '.join(_CMPF)}")
     return fn, _result(attrs, I1)
 
 
-def _cmpi(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 2)
+def _cmpi_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
+    _arity(types, 2)
     predicate = attrs.predicate or ""
     if predicate not in _CMPI:
         raise OpError(f"predicate {attrs.predicate!r} is not one of {', '.join(_CMPI)}")
-    if types == [I1, I1]:
-        return _cmpi_i1(predicate), _result(attrs, I1)
-    _expect(attrs, types, (I32, I32))
-    return _CMPI[predicate], _result(attrs, I1)
+    if types[0] not in INT_TYPES or types[1] != types[0]:
+        raise OpError(f"operand types ({', '.join(types)}) are not one integer type")
+    return _cmpi(types[0], predicate), _result(attrs, I1)
 
 
 def _select(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 3)
+    _arity(types, 3)
     if types[0] != I1 or types[1] != types[2]:
         raise OpError(f"operand types {types} are not (i1, T, T)")
     return np.where, _result(attrs, types[1])
 
 
 def _cast(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(attrs, types, 1)
-    entry = _CASTS.get((attrs.name, types[0]))
-    if entry is None:
-        accepted = [t for (n, t) in _CASTS if n == attrs.name]
-        raise OpError(f"operand type {types[0]} is not accepted (expected {' or '.join(accepted)})")
-    rtype, fn = entry
-    return fn, _result(attrs, rtype)
+    _arity(types, 1)
+    src, dst, name = types[0], attrs.result_type, attrs.name
+    if dst is None:
+        raise OpError("result_type is missing (a cast needs its target type)")
+    if dst not in VALUE_TYPES:
+        raise OpError(f"result_type {dst!r} is not a scalar type")
+    ints, floats = INT_TYPES, FLOAT_TYPES
+    ws, wd = _WIDTH[src], _WIDTH[dst]
+    rules: dict[str, tuple[bool, Callable[[], OpFn]]] = {
+        "arith.sitofp": (src in ints and dst in floats, lambda: _to_float(src, dst, False)),
+        "arith.uitofp": (src in ints and dst in floats, lambda: _to_float(src, dst, True)),
+        "arith.fptosi": (src in floats and dst in ints, lambda: _to_int(src, dst, False)),
+        "arith.fptoui": (src in floats and dst in ints, lambda: _to_int(src, dst, True)),
+        "arith.extsi": (src in ints and dst in ints and wd > ws,
+                        lambda: _int_resize(src, dst, "sext")),
+        "arith.extui": (src in ints and dst in ints and wd > ws,
+                        lambda: _int_resize(src, dst, "zext")),
+        "arith.trunci": (src in ints and dst in ints and wd < ws,
+                         lambda: _int_resize(src, dst, "trunc")),
+        "arith.extf": (src in floats and dst in floats and wd > ws,
+                       lambda: (lambda a: numerics.round_to(dst, a))),
+        "arith.truncf": (src in floats and dst in floats and wd < ws,
+                         lambda: (lambda a: numerics.round_to(dst, a))),
+        "arith.bitcast": (ws == wd and src != "i1",
+                          lambda: _identity if src == dst else _bitcast(src, dst)),
+        "arith.index_cast": (src in ints and dst in ints and I32 in (src, dst),
+                             lambda: _identity if ws == wd else
+                             _int_resize(src, dst, "sext" if wd > ws else "trunc")),
+        "arith.index_castui": (src in ints and dst in ints and I32 in (src, dst),
+                               lambda: _identity if ws == wd else
+                               _int_resize(src, dst, "zext" if wd > ws else "trunc")),
+    }
+    ok, make = rules[name]
+    if not ok:
+        raise OpError(f"cannot cast {src} to {dst}")
+    return make(), dst
 
 
-def _arity(attrs: OpAttrs, types: list[str], count: int) -> None:
+def _arity(types: list[str], count: int) -> None:
     if len(types) != count:
         raise OpError(f"has {len(types)} operands, expected {count}")
-
-
-def _expect(attrs: OpAttrs, types: list[str], expected: tuple[str, ...]) -> None:
-    if tuple(types) != expected:
-        raise OpError(f"operand types ({', '.join(types)}) are not ({', '.join(expected)})")
 
 
 def _result(attrs: OpAttrs, inferred: str) -> str:
@@ -432,21 +616,30 @@ def _result(attrs: OpAttrs, inferred: str) -> str:
 _COMPILERS: dict[str, Callable[[OpAttrs, list[str]], tuple[OpFn, str]]] = {
     "arith.constant": _constant,
     "arith.cmpf": _cmpf,
-    "arith.cmpi": _cmpi,
+    "arith.cmpi": _cmpi_op,
     "arith.select": _select,
     "math.fma": _fma_op,
-    **{name: _float_unary for name in _FLOAT_UNARY},
-    **{name: _float_binary for name in _FLOAT_BINARY},
-    **{name: _int_binary for name in _INT_BINARY},
-    **{name: _cast for name, _ in _CASTS},
+    "math.fpowi": _fpowi,
+    **{name: _float_op for name in (*_FLOAT_UNARY, *_FLOAT_BINARY)},
+    **{name: _int_binary for name in _INT_BINARY_NAMES},
+    **{name: _int_unary for name in ("math.absi", "math.ctlz", "math.cttz", "math.ctpop")},
+    **{name: _cast for name in ("arith.sitofp", "arith.uitofp", "arith.fptosi",
+                                "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci",
+                                "arith.extf", "arith.truncf", "arith.bitcast",
+                                "arith.index_cast", "arith.index_castui")},
 }
 
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted([*_COMPILERS, "linalg.index"]))
+# Ops the executor evaluates itself (they read the loop position, a gather input or a param).
+EXECUTOR_OPS = ("linalg.index", "tensor.extract", "kernel.param")
+SUPPORTED_OPS: tuple[str, ...] = tuple(sorted([*_COMPILERS, *EXECUTOR_OPS]))
 
 
 def compile_op(attrs: OpAttrs, operand_types: list[str]) -> tuple[OpFn, str]:
-    """The function that evaluates `attrs` over a tile, and its result type; raises OpError."""
+    """The function that evaluates `attrs` over a block, and its result type; raises OpError."""
     compiler = _COMPILERS.get(attrs.name)
     if compiler is None:
         raise OpError(f"unsupported op (supported: {', '.join(SUPPORTED_OPS)})")
+    for t in operand_types:
+        if t not in VALUE_TYPES:
+            raise OpError(f"operand type {t!r} is not a scalar type")
     return compiler(attrs, operand_types)

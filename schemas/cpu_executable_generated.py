@@ -6,6 +6,11 @@ import flatbuffers
 from flatbuffers.compat import import_numpy
 np = import_numpy()
 
+class IteratorType(object):
+    Parallel = 0
+    Reduction = 1
+
+
 class AffineMapDef(object):
     __slots__ = ['_tab']
 
@@ -62,8 +67,15 @@ class AffineMapDef(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
         return o == 0
 
+    # AffineMapDef
+    def NumSymbols(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def AffineMapDefStart(builder):
-    builder.StartObject(2)
+    builder.StartObject(3)
 
 def AffineMapDefAddNumDims(builder, numDims):
     builder.PrependUint32Slot(0, numDims, 0)
@@ -73,6 +85,9 @@ def AffineMapDefAddCoefficients(builder, coefficients):
 
 def AffineMapDefStartCoefficientsVector(builder, numElems):
     return builder.StartVector(8, numElems, 8)
+
+def AffineMapDefAddNumSymbols(builder, numSymbols):
+    builder.PrependUint32Slot(2, numSymbols, 0)
 
 def AffineMapDefEnd(builder):
     return builder.EndObject()
@@ -90,9 +105,11 @@ class AffineMapDefT(object):
         self,
         numDims = 0,
         coefficients = None,
+        numSymbols = 0,
     ):
         self.numDims = numDims  # type: int
         self.coefficients = coefficients  # type: Optional[List[int]]
+        self.numSymbols = numSymbols  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -123,6 +140,7 @@ class AffineMapDefT(object):
                     self.coefficients.append(affineMapDef.Coefficients(i))
             else:
                 self.coefficients = affineMapDef.CoefficientsAsNumpy()
+        self.numSymbols = affineMapDef.NumSymbols()
 
     # AffineMapDefT
     def Pack(self, builder):
@@ -138,6 +156,7 @@ class AffineMapDefT(object):
         AffineMapDefAddNumDims(builder, self.numDims)
         if self.coefficients is not None:
             AffineMapDefAddCoefficients(builder, coefficients)
+        AffineMapDefAddNumSymbols(builder, self.numSymbols)
         affineMapDef = AffineMapDefEnd(builder)
         return affineMapDef
 
@@ -215,8 +234,35 @@ class OperandDef(object):
             return obj
         return None
 
+    # OperandDef
+    def DynamicDims(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # OperandDef
+    def DynamicDimsAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # OperandDef
+    def DynamicDimsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # OperandDef
+    def DynamicDimsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        return o == 0
+
 def OperandDefStart(builder):
-    builder.StartObject(4)
+    builder.StartObject(5)
 
 def OperandDefAddBinding(builder, binding):
     builder.PrependUint32Slot(0, binding, 0)
@@ -232,6 +278,12 @@ def OperandDefStartShapeVector(builder, numElems):
 
 def OperandDefAddMap(builder, map):
     builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(map), 0)
+
+def OperandDefAddDynamicDims(builder, dynamicDims):
+    builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(dynamicDims), 0)
+
+def OperandDefStartDynamicDimsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
 
 def OperandDefEnd(builder):
     return builder.EndObject()
@@ -251,11 +303,13 @@ class OperandDefT(object):
         elementType = None,
         shape = None,
         map = None,
+        dynamicDims = None,
     ):
         self.binding = binding  # type: int
         self.elementType = elementType  # type: Optional[str]
         self.shape = shape  # type: Optional[List[int]]
         self.map = map  # type: Optional[AffineMapDefT]
+        self.dynamicDims = dynamicDims  # type: Optional[List[int]]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -289,6 +343,13 @@ class OperandDefT(object):
                 self.shape = operandDef.ShapeAsNumpy()
         if operandDef.Map() is not None:
             self.map = AffineMapDefT.InitFromObj(operandDef.Map())
+        if not operandDef.DynamicDimsIsNone():
+            if np is None:
+                self.dynamicDims = []
+                for i in range(operandDef.DynamicDimsLength()):
+                    self.dynamicDims.append(operandDef.DynamicDims(i))
+            else:
+                self.dynamicDims = operandDef.DynamicDimsAsNumpy()
 
     # OperandDefT
     def Pack(self, builder):
@@ -304,6 +365,14 @@ class OperandDefT(object):
                 shape = builder.EndVector()
         if self.map is not None:
             map = self.map.Pack(builder)
+        if self.dynamicDims is not None:
+            if np is not None and type(self.dynamicDims) is np.ndarray:
+                dynamicDims = builder.CreateNumpyVector(self.dynamicDims)
+            else:
+                OperandDefStartDynamicDimsVector(builder, len(self.dynamicDims))
+                for i in reversed(range(len(self.dynamicDims))):
+                    builder.PrependInt32(self.dynamicDims[i])
+                dynamicDims = builder.EndVector()
         OperandDefStart(builder)
         OperandDefAddBinding(builder, self.binding)
         if self.elementType is not None:
@@ -312,6 +381,8 @@ class OperandDefT(object):
             OperandDefAddShape(builder, shape)
         if self.map is not None:
             OperandDefAddMap(builder, map)
+        if self.dynamicDims is not None:
+            OperandDefAddDynamicDims(builder, dynamicDims)
         operandDef = OperandDefEnd(builder)
         return operandDef
 
@@ -517,6 +588,403 @@ class OpDefT(object):
         return opDef
 
 
+class ParamDef(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = ParamDef()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsParamDef(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def ParamDefBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x49\x52\x43\x50", size_prefixed=size_prefixed)
+
+    # ParamDef
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # ParamDef
+    def Name(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # ParamDef
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # ParamDef
+    def Offset(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+def ParamDefStart(builder):
+    builder.StartObject(3)
+
+def ParamDefAddName(builder, name):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
+
+def ParamDefAddType(builder, type):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(type), 0)
+
+def ParamDefAddOffset(builder, offset):
+    builder.PrependUint32Slot(2, offset, 0)
+
+def ParamDefEnd(builder):
+    return builder.EndObject()
+
+
+
+class ParamDefT(object):
+
+    # ParamDefT
+    def __init__(
+        self,
+        name = None,
+        type = None,
+        offset = 0,
+    ):
+        self.name = name  # type: Optional[str]
+        self.type = type  # type: Optional[str]
+        self.offset = offset  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        paramDef = ParamDef()
+        paramDef.Init(buf, pos)
+        return cls.InitFromObj(paramDef)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, paramDef):
+        x = ParamDefT()
+        x._UnPack(paramDef)
+        return x
+
+    # ParamDefT
+    def _UnPack(self, paramDef):
+        if paramDef is None:
+            return
+        self.name = paramDef.Name()
+        self.type = paramDef.Type()
+        self.offset = paramDef.Offset()
+
+    # ParamDefT
+    def Pack(self, builder):
+        if self.name is not None:
+            name = builder.CreateString(self.name)
+        if self.type is not None:
+            type = builder.CreateString(self.type)
+        ParamDefStart(builder)
+        if self.name is not None:
+            ParamDefAddName(builder, name)
+        if self.type is not None:
+            ParamDefAddType(builder, type)
+        ParamDefAddOffset(builder, self.offset)
+        paramDef = ParamDefEnd(builder)
+        return paramDef
+
+
+class GridAxisDef(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = GridAxisDef()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsGridAxisDef(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def GridAxisDefBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x49\x52\x43\x50", size_prefixed=size_prefixed)
+
+    # GridAxisDef
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # GridAxisDef
+    def Dims(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # GridAxisDef
+    def DimsAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint32Flags, o)
+        return 0
+
+    # GridAxisDef
+    def DimsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # GridAxisDef
+    def DimsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # GridAxisDef
+    def Divisor(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+def GridAxisDefStart(builder):
+    builder.StartObject(2)
+
+def GridAxisDefAddDims(builder, dims):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(dims), 0)
+
+def GridAxisDefStartDimsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def GridAxisDefAddDivisor(builder, divisor):
+    builder.PrependUint32Slot(1, divisor, 0)
+
+def GridAxisDefEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class GridAxisDefT(object):
+
+    # GridAxisDefT
+    def __init__(
+        self,
+        dims = None,
+        divisor = 0,
+    ):
+        self.dims = dims  # type: Optional[List[int]]
+        self.divisor = divisor  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        gridAxisDef = GridAxisDef()
+        gridAxisDef.Init(buf, pos)
+        return cls.InitFromObj(gridAxisDef)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, gridAxisDef):
+        x = GridAxisDefT()
+        x._UnPack(gridAxisDef)
+        return x
+
+    # GridAxisDefT
+    def _UnPack(self, gridAxisDef):
+        if gridAxisDef is None:
+            return
+        if not gridAxisDef.DimsIsNone():
+            if np is None:
+                self.dims = []
+                for i in range(gridAxisDef.DimsLength()):
+                    self.dims.append(gridAxisDef.Dims(i))
+            else:
+                self.dims = gridAxisDef.DimsAsNumpy()
+        self.divisor = gridAxisDef.Divisor()
+
+    # GridAxisDefT
+    def Pack(self, builder):
+        if self.dims is not None:
+            if np is not None and type(self.dims) is np.ndarray:
+                dims = builder.CreateNumpyVector(self.dims)
+            else:
+                GridAxisDefStartDimsVector(builder, len(self.dims))
+                for i in reversed(range(len(self.dims))):
+                    builder.PrependUint32(self.dims[i])
+                dims = builder.EndVector()
+        GridAxisDefStart(builder)
+        if self.dims is not None:
+            GridAxisDefAddDims(builder, dims)
+        GridAxisDefAddDivisor(builder, self.divisor)
+        gridAxisDef = GridAxisDefEnd(builder)
+        return gridAxisDef
+
+
+class GridDef(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = GridDef()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsGridDef(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    @classmethod
+    def GridDefBufferHasIdentifier(cls, buf, offset, size_prefixed=False):
+        return flatbuffers.util.BufferHasIdentifier(buf, offset, b"\x49\x52\x43\x50", size_prefixed=size_prefixed)
+
+    # GridDef
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # GridDef
+    def X(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = GridAxisDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # GridDef
+    def Y(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = GridAxisDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # GridDef
+    def Z(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = GridAxisDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # GridDef
+    def Linear(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def GridDefStart(builder):
+    builder.StartObject(4)
+
+def GridDefAddX(builder, x):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(x), 0)
+
+def GridDefAddY(builder, y):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(y), 0)
+
+def GridDefAddZ(builder, z):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(z), 0)
+
+def GridDefAddLinear(builder, linear):
+    builder.PrependBoolSlot(3, linear, 0)
+
+def GridDefEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class GridDefT(object):
+
+    # GridDefT
+    def __init__(
+        self,
+        x = None,
+        y = None,
+        z = None,
+        linear = False,
+    ):
+        self.x = x  # type: Optional[GridAxisDefT]
+        self.y = y  # type: Optional[GridAxisDefT]
+        self.z = z  # type: Optional[GridAxisDefT]
+        self.linear = linear  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        gridDef = GridDef()
+        gridDef.Init(buf, pos)
+        return cls.InitFromObj(gridDef)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, gridDef):
+        x = GridDefT()
+        x._UnPack(gridDef)
+        return x
+
+    # GridDefT
+    def _UnPack(self, gridDef):
+        if gridDef is None:
+            return
+        if gridDef.X() is not None:
+            self.x = GridAxisDefT.InitFromObj(gridDef.X())
+        if gridDef.Y() is not None:
+            self.y = GridAxisDefT.InitFromObj(gridDef.Y())
+        if gridDef.Z() is not None:
+            self.z = GridAxisDefT.InitFromObj(gridDef.Z())
+        self.linear = gridDef.Linear()
+
+    # GridDefT
+    def Pack(self, builder):
+        if self.x is not None:
+            x = self.x.Pack(builder)
+        if self.y is not None:
+            y = self.y.Pack(builder)
+        if self.z is not None:
+            z = self.z.Pack(builder)
+        GridDefStart(builder)
+        if self.x is not None:
+            GridDefAddX(builder, x)
+        if self.y is not None:
+            GridDefAddY(builder, y)
+        if self.z is not None:
+            GridDefAddZ(builder, z)
+        GridDefAddLinear(builder, self.linear)
+        gridDef = GridDefEnd(builder)
+        return gridDef
+
+
 class KernelDef(object):
     __slots__ = ['_tab']
 
@@ -679,8 +1147,96 @@ class KernelDef(object):
             return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
         return 0
 
+    # KernelDef
+    def IteratorTypes(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # KernelDef
+    def IteratorTypesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # KernelDef
+    def IteratorTypesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # KernelDef
+    def IteratorTypesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        return o == 0
+
+    # KernelDef
+    def DynamicLoopRanges(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # KernelDef
+    def DynamicLoopRangesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # KernelDef
+    def DynamicLoopRangesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # KernelDef
+    def DynamicLoopRangesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        return o == 0
+
+    # KernelDef
+    def Params(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            x = self._tab.Vector(o)
+            x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
+            x = self._tab.Indirect(x)
+            obj = ParamDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # KernelDef
+    def ParamsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # KernelDef
+    def ParamsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        return o == 0
+
+    # KernelDef
+    def Grid(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = GridDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
 def KernelDefStart(builder):
-    builder.StartObject(7)
+    builder.StartObject(11)
 
 def KernelDefAddName(builder, name):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -718,12 +1274,33 @@ def KernelDefStartYieldsVector(builder, numElems):
 def KernelDefAddTileSize(builder, tileSize):
     builder.PrependUint32Slot(6, tileSize, 0)
 
+def KernelDefAddIteratorTypes(builder, iteratorTypes):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(iteratorTypes), 0)
+
+def KernelDefStartIteratorTypesVector(builder, numElems):
+    return builder.StartVector(1, numElems, 1)
+
+def KernelDefAddDynamicLoopRanges(builder, dynamicLoopRanges):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(dynamicLoopRanges), 0)
+
+def KernelDefStartDynamicLoopRangesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def KernelDefAddParams(builder, params):
+    builder.PrependUOffsetTRelativeSlot(9, flatbuffers.number_types.UOffsetTFlags.py_type(params), 0)
+
+def KernelDefStartParamsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def KernelDefAddGrid(builder, grid):
+    builder.PrependUOffsetTRelativeSlot(10, flatbuffers.number_types.UOffsetTFlags.py_type(grid), 0)
+
 def KernelDefEnd(builder):
     return builder.EndObject()
 
 
 try:
-    from typing import List
+    from typing import List, Optional
 except:
     pass
 
@@ -739,6 +1316,10 @@ class KernelDefT(object):
         ops = None,
         yields = None,
         tileSize = 0,
+        iteratorTypes = None,
+        dynamicLoopRanges = None,
+        params = None,
+        grid = None,
     ):
         self.name = name  # type: Optional[str]
         self.loopRanges = loopRanges  # type: Optional[List[int]]
@@ -747,6 +1328,10 @@ class KernelDefT(object):
         self.ops = ops  # type: Optional[List[OpDefT]]
         self.yields = yields  # type: Optional[List[int]]
         self.tileSize = tileSize  # type: int
+        self.iteratorTypes = iteratorTypes  # type: Optional[List[int]]
+        self.dynamicLoopRanges = dynamicLoopRanges  # type: Optional[List[int]]
+        self.params = params  # type: Optional[List[ParamDefT]]
+        self.grid = grid  # type: Optional[GridDefT]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -809,6 +1394,30 @@ class KernelDefT(object):
             else:
                 self.yields = kernelDef.YieldsAsNumpy()
         self.tileSize = kernelDef.TileSize()
+        if not kernelDef.IteratorTypesIsNone():
+            if np is None:
+                self.iteratorTypes = []
+                for i in range(kernelDef.IteratorTypesLength()):
+                    self.iteratorTypes.append(kernelDef.IteratorTypes(i))
+            else:
+                self.iteratorTypes = kernelDef.IteratorTypesAsNumpy()
+        if not kernelDef.DynamicLoopRangesIsNone():
+            if np is None:
+                self.dynamicLoopRanges = []
+                for i in range(kernelDef.DynamicLoopRangesLength()):
+                    self.dynamicLoopRanges.append(kernelDef.DynamicLoopRanges(i))
+            else:
+                self.dynamicLoopRanges = kernelDef.DynamicLoopRangesAsNumpy()
+        if not kernelDef.ParamsIsNone():
+            self.params = []
+            for i in range(kernelDef.ParamsLength()):
+                if kernelDef.Params(i) is None:
+                    self.params.append(None)
+                else:
+                    paramDef_ = ParamDefT.InitFromObj(kernelDef.Params(i))
+                    self.params.append(paramDef_)
+        if kernelDef.Grid() is not None:
+            self.grid = GridDefT.InitFromObj(kernelDef.Grid())
 
     # KernelDefT
     def Pack(self, builder):
@@ -854,6 +1463,32 @@ class KernelDefT(object):
                 for i in reversed(range(len(self.yields))):
                     builder.PrependInt32(self.yields[i])
                 yields = builder.EndVector()
+        if self.iteratorTypes is not None:
+            if np is not None and type(self.iteratorTypes) is np.ndarray:
+                iteratorTypes = builder.CreateNumpyVector(self.iteratorTypes)
+            else:
+                KernelDefStartIteratorTypesVector(builder, len(self.iteratorTypes))
+                for i in reversed(range(len(self.iteratorTypes))):
+                    builder.PrependUint8(self.iteratorTypes[i])
+                iteratorTypes = builder.EndVector()
+        if self.dynamicLoopRanges is not None:
+            if np is not None and type(self.dynamicLoopRanges) is np.ndarray:
+                dynamicLoopRanges = builder.CreateNumpyVector(self.dynamicLoopRanges)
+            else:
+                KernelDefStartDynamicLoopRangesVector(builder, len(self.dynamicLoopRanges))
+                for i in reversed(range(len(self.dynamicLoopRanges))):
+                    builder.PrependInt32(self.dynamicLoopRanges[i])
+                dynamicLoopRanges = builder.EndVector()
+        if self.params is not None:
+            paramslist = []
+            for i in range(len(self.params)):
+                paramslist.append(self.params[i].Pack(builder))
+            KernelDefStartParamsVector(builder, len(self.params))
+            for i in reversed(range(len(self.params))):
+                builder.PrependUOffsetTRelative(paramslist[i])
+            params = builder.EndVector()
+        if self.grid is not None:
+            grid = self.grid.Pack(builder)
         KernelDefStart(builder)
         if self.name is not None:
             KernelDefAddName(builder, name)
@@ -868,6 +1503,14 @@ class KernelDefT(object):
         if self.yields is not None:
             KernelDefAddYields(builder, yields)
         KernelDefAddTileSize(builder, self.tileSize)
+        if self.iteratorTypes is not None:
+            KernelDefAddIteratorTypes(builder, iteratorTypes)
+        if self.dynamicLoopRanges is not None:
+            KernelDefAddDynamicLoopRanges(builder, dynamicLoopRanges)
+        if self.params is not None:
+            KernelDefAddParams(builder, params)
+        if self.grid is not None:
+            KernelDefAddGrid(builder, grid)
         kernelDef = KernelDefEnd(builder)
         return kernelDef
 

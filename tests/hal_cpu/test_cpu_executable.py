@@ -7,8 +7,9 @@ import pytest
 from hal_cpu import create_sync_driver
 from hal_cpu.executable import parse_kernels
 from irtk.errors import DeviceError, VerificationError
+from schemas import cpu_executable as fb
 
-from .cpu_kernel_builder import executable, kernel, op, operand
+from .cpu_kernel_builder import NO_MAP, executable, kernel, op, operand
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,8 @@ BAD_KERNELS = {
     "no name": (_add_kernel(name=None), r"kernels\[0\]: name: is missing"),
     "negative loop": (_add_kernel(loopRanges=[-1]), r"'add': loop_ranges\[0\]"),
     "zero tile": (_add_kernel(tileSize=0), "'add': tile_size: is 0"),
-    "bad type": (kernel("k", [4], [operand(0, "f64", [4], 1)], [], [], []),
-                 r"'k': inputs\[0\].element_type: 'f64'"),
+    "bad type": (kernel("k", [4], [operand(0, "f128", [4], 1)], [], [], []),
+                 r"'k': inputs\[0\].element_type: 'f128'"),
     "map rank": (kernel("k", [4, 2], [operand(0, "f32", [4], 1)], [], [], []),
                  r"'k': inputs\[0\].map.num_dims: is 1, expected 2"),
     "map size": (kernel("k", [4], [operand(0, "f32", [4, 1], 1, [[1, 0]])], [], [], []),
@@ -72,7 +73,7 @@ BAD_KERNELS = {
     "forward ref": (_ops_kernel([op("arith.addf", 0, 3, result_type="f32")]),
                     r"ops\[0\] \(arith.addf\).operands\[1\]: value 3 is not defined"),
     "type mismatch": (_ops_kernel([op("arith.addf", 0, 1, result_type="f32")]),
-                      r"operand types \(f32, i32\) are not \(f32, f32\)"),
+                      r"operand types \(f32, i32\) are not one float type"),
     "result type": (_ops_kernel([op("arith.addf", 0, 0, result_type="i32")]),
                     r"result_type 'i32' should be 'f32'"),
     "arity": (_ops_kernel([op("math.exp", 0, 0, result_type="f32")]), "has 2 operands"),
@@ -129,5 +130,98 @@ def test_degenerate_but_consistent_kernels_load(sync_device):
     scalar = kernel("scalar", [], [operand(0, "f32", [], 0, [])], [operand(1, "f32", [], 0, [])],
                     [op("math.exp", 0, result_type="f32")], [2], tile_size=1)
     exe = sync_device.create_executable("cpu-kernel-fb", executable(empty_loop, scalar))
-    assert [k.total for k in exe.kernels] == [0, 1]
+    assert [k.iteration_end((9, 1, 1)) for k in exe.kernels] == [0, 1]
     np.testing.assert_equal(exe.exports[1].binding_count, 2)
+
+
+# --- the wider contract: reductions, params, gathers, dynamic extents -------------------------
+
+def fb_param(name: str, t: str, offset: int) -> fb.ParamDefT:
+    return fb.ParamDefT(name=name, type=t, offset=offset)
+
+
+def _rich_kernel(**changes) -> object:
+    """out[i] = sum_j a[i, j] * table[idx[i]] over loops (i parallel, j reduction), with a
+    dynamic row count `n` and a scale param."""
+    k = kernel("rich", [0, 8],
+               [operand(0, "f32", [0, 8], 2, dynamic_dims=[0, -1]),
+                operand(1, "i32", [0], 2, [[1, 0, 0]], dynamic_dims=[0]),
+                operand(2, "bf16", [16], 2, NO_MAP)],
+               [operand(3, "f32", [0], 2, [[1, 0, 0]], dynamic_dims=[0])],
+               [op("tensor.extract", 1, result_type="bf16", int_value=2),
+                op("arith.extf", 4, result_type="f32"),
+                op("kernel.param", result_type="f32", int_value=1),
+                op("arith.mulf", 0, 5, result_type="f32"),
+                op("arith.mulf", 7, 6, result_type="f32"),
+                op("arith.addf", 3, 8, result_type="f32")], [9], tile_size=4,
+               iterators="pr", params=[("n", "index"), ("scale", "f32")], dynamic_loops=[0, -1])
+    for name, value in changes.items():
+        setattr(k, name, value)
+    return k
+
+
+def test_rich_kernel_loads_with_its_push_constants(sync_device):
+    exe = sync_device.create_executable("cpu-kernel-fb", executable(_rich_kernel()))
+    (k,) = exe.kernels
+    assert k.iterator_types == ("parallel", "reduction") and k.push_constant_bytes == 8
+    assert exe.exports[0].push_constant_count == 2
+
+
+WIDE_BAD = {
+    "iterator code": (_rich_kernel(iteratorTypes=[0, 2]), r"iterator_types: \[0, 2\]"),
+    "iterator count": (_rich_kernel(iteratorTypes=[0]), "has 1 entries for 2 loops"),
+    "output on reduction": (
+        kernel("k", [4, 3], [operand(0, "f32", [4, 3], 2)], [operand(1, "f32", [4, 3], 2)],
+               [], [0], iterators="pr"),
+        r"outputs\[0\].map: row 1 uses loop 1, a reduction loop"),
+    "output gather": (kernel("k", [4], [], [operand(0, "f32", [4], 1, NO_MAP)], [], [0]),
+                      r"outputs\[0\].map: is missing"),
+    "extract of mapped": (
+        kernel("k", [4], [operand(0, "f32", [4], 1)], [operand(1, "f32", [4], 1)],
+               [op("linalg.index", int_value=0),
+                op("tensor.extract", 2, result_type="f32", int_value=0)], [3]),
+        "input 0 is not a gather input"),
+    "gather read directly": (
+        kernel("k", [4], [operand(0, "f32", [4], 1, NO_MAP)], [operand(1, "f32", [4], 1)],
+               [op("arith.negf", 0, result_type="f32")], [2]),
+        "value 0 is gather input 0"),
+    "extract rank": (_rich_kernel(ops=[op("tensor.extract", result_type="bf16", int_value=2)],
+                                  yields=[5]), "has 0 indices for a rank-1 input"),
+    "param offset": (_rich_kernel(params=[fb_param("n", "index", 0), fb_param("s", "f32", 8)]),
+                     r"params\[1\].offset: is 8, expected 4"),
+    "param type": (_rich_kernel(params=[fb_param("n", "u32", 0)]), "'u32' is not one of"),
+    "extent param type": (_rich_kernel(params=[fb_param("n", "f32", 0),
+                                               fb_param("s", "f32", 4)]),
+                          "an extent must be an index param"),
+    "extent param missing": (_rich_kernel(dynamicLoopRanges=[5, -1]), "param 5 does not exist"),
+    "symbols": (kernel("k", [4], [operand(0, "f32", [8], 1, [[1, 1, 0]], num_symbols=1)],
+                       [], [], [], params=[("a", "index"), ("b", "index")]),
+                "num_symbols: is 1, expected 0 or 2"),
+    "param result": (_rich_kernel(ops=[op("kernel.param", result_type="i32", int_value=1)],
+                                  yields=[5]), "'i32' should be f32"),
+}
+
+
+@pytest.mark.parametrize("case", list(WIDE_BAD))
+def test_wider_contract_violations_are_rejected(case):
+    k, message = WIDE_BAD[case]
+    with pytest.raises(VerificationError, match=message):
+        parse_kernels(executable(k))
+
+
+def test_fuzzed_rich_executables_raise_only_verification_errors(rng):
+    good = executable(_rich_kernel(), _add_kernel())
+    assert len(parse_kernels(good)) == 2
+    rejected = 0
+    for trial in range(500):
+        data = bytearray(good)
+        if trial % 5 == 0:
+            data = data[:int(rng.integers(0, len(data)))]
+        else:
+            for _ in range(int(rng.integers(1, 5))):
+                data[int(rng.integers(8, len(data)))] = int(rng.integers(0, 256))
+        try:
+            parse_kernels(bytes(data))
+        except VerificationError:
+            rejected += 1
+    assert rejected > 0

@@ -195,3 +195,18 @@ def test_i32_constants_wrap_from_unsigned_spelling(device):
     data = elementwise("c", [3], [], ["i32"], ops, [3])
     out, = run(device, data, [], [((3,), "i32")], (1, 1, 1))
     np.testing.assert_array_equal(out, [INT_MAX] * 3)
+
+
+def test_i1_division_and_min_max_follow_one_bit_arithmetic(device):
+    """Signed i1 is {0, -1}: -1 / -1 = 1 wraps to -1; x / 0 = 0; remainders are 0."""
+    a = np.array([0, 0, 1, 1], dtype=np.uint8)
+    b = np.array([0, 1, 0, 1], dtype=np.uint8)
+    expected = {"arith.divsi": [0, 0, 0, 1], "arith.divui": [0, 0, 0, 1],
+                "arith.remsi": [0, 0, 0, 0], "arith.remui": [0, 0, 0, 0],
+                "arith.maxsi": [0, 0, 0, 1], "arith.minsi": [0, 1, 1, 1],
+                "arith.maxui": [0, 1, 1, 1], "arith.minui": [0, 0, 0, 1],
+                "arith.shrsi": [0, 0, 1, 1], "arith.shli": [0, 0, 1, 0]}
+    for name, want in expected.items():
+        out, = run(device, binary("k", name, "i1", "i1", 4, tile_size=3), [a, b],
+                   [((4,), "i1")], workgroups_for(4, 3))
+        np.testing.assert_array_equal(out, want, err_msg=name)

@@ -1,0 +1,380 @@
+"""Element storage and rounding for every scalar type a kernel may use.
+
+One implementation shared by the compiler (constants), the runtime (parsing and printing
+`--input` values) and both drivers, so that every place agrees on the bits of a value:
+
+- storage: how `count` elements sit in memory (dense, row-major, little endian): i1 one byte
+  (0 or 1), i4 and f4E2M1FN packed two per byte (element 2k in the low nibble of byte k), bf16 and
+  the f8 types as their raw bits, everything else as numpy stores it; "index" is i32.
+- values: what numpy computes in — bool for i1, int8 (sign-extended) for i4, float32 for bf16
+  and the small float types (holding values exactly representable in the type), the natural
+  numpy dtype otherwise.
+- rounding (`round_to`): a value of any float width to the nearest value of a float type, ties to
+  even, with the type's overflow, NaN and signed-zero rules as LLVM's APFloat defines them for
+  `arith.truncf`; integers wrap to their width.
+
+Small float formats (APFloat names):
+
+| type | bias | inf | NaN | max | notes |
+|---|---|---|---|---|---|
+| f8E5M2 | 15 | yes | S.11111.xx | 57344 | IEEE-like |
+| f8E4M3FN | 7 | no | S.1111.111 | 448 | overflow and inf become NaN |
+| f8E5M2FNUZ | 16 | no | 0x80 | 57344 | no -0 (rounds to +0); overflow, inf become NaN |
+| f8E4M3FNUZ | 8 | no | 0x80 | 240 | as above |
+| f8E8M0FNU | 127 | no | 0xFF | 2^127 | powers of two only, unsigned, no zero |
+| f4E2M1FN | 1 | no | no | 6 | overflow and inf saturate to ±6 |
+
+Choices where APFloat has no rule: f8E8M0FNU takes zero and values below 2^-127 to 2^-127 and
+negative values to NaN; f4E2M1FN, which has no NaN, encodes NaN as +0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+INT_WIDTHS = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 32}
+PACKED_TYPES = ("i4", "f4E2M1FN")
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A small binary float format (1 sign bit unless unsigned)."""
+
+    name: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    has_inf: bool
+    nan: str          # "ieee" (all-ones exponent), "ones" (all-ones code), "neg_zero", "none"
+    signed: bool = True
+
+    @property
+    def min_exponent(self) -> int:
+        """Exponent of the smallest normal value."""
+        return 1 - self.bias if self.mantissa_bits else -self.bias
+
+
+SMALL_FLOATS: dict[str, FloatFormat] = {f.name: f for f in (
+    FloatFormat("f8E5M2", 8, 5, 2, 15, True, "ieee"),
+    FloatFormat("f8E4M3FN", 8, 4, 3, 7, False, "ones"),
+    FloatFormat("f8E5M2FNUZ", 8, 5, 2, 16, False, "neg_zero"),
+    FloatFormat("f8E4M3FNUZ", 8, 4, 3, 8, False, "neg_zero"),
+    FloatFormat("f8E8M0FNU", 8, 8, 0, 127, False, "ones", signed=False),
+    FloatFormat("f4E2M1FN", 4, 2, 1, 1, False, "none"),
+)}
+
+_COMPUTE: dict[str, np.dtype] = {
+    "i1": np.dtype(np.bool_), "i4": np.dtype(np.int8), "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "index": np.dtype(np.int32), "f16": np.dtype(np.float16), "bf16": np.dtype(np.float32),
+    "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    **{t: np.dtype(np.float32) for t in SMALL_FLOATS},
+}
+
+_STORAGE: dict[str, np.dtype] = {
+    "i1": np.dtype(np.uint8), "i8": np.dtype(np.int8), "i16": np.dtype("<i2"),
+    "i32": np.dtype("<i4"), "i64": np.dtype("<i8"), "index": np.dtype("<i4"),
+    "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"), "f32": np.dtype("<f4"),
+    "f64": np.dtype("<f8"), **{t: np.dtype(np.uint8) for t in SMALL_FLOATS if t != "f4E2M1FN"},
+}
+
+SCALAR_TYPES = tuple(_COMPUTE)
+
+
+def _check(element_type: str) -> None:
+    if element_type not in _COMPUTE:
+        raise ValueError(f"unknown element type '{element_type}' "
+                         f"(expected one of {', '.join(SCALAR_TYPES)})")
+
+
+def is_float(element_type: str) -> bool:
+    _check(element_type)
+    return element_type not in INT_WIDTHS
+
+
+def bit_width(element_type: str) -> int:
+    """Bits of one value (i1 is 1, though it is stored in a byte)."""
+    _check(element_type)
+    if element_type in INT_WIDTHS:
+        return INT_WIDTHS[element_type]
+    if element_type in SMALL_FLOATS:
+        return SMALL_FLOATS[element_type].bits
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[element_type]
+
+
+def compute_dtype(element_type: str) -> np.dtype:
+    """The numpy dtype values of `element_type` are computed and held in."""
+    _check(element_type)
+    return _COMPUTE[element_type]
+
+
+def storage_dtype(element_type: str) -> np.dtype | None:
+    """The numpy dtype of one stored element; None for the packed 4-bit types."""
+    _check(element_type)
+    return _STORAGE.get(element_type)
+
+
+def storage_bytes(element_type: str, count: int) -> int:
+    """Bytes that `count` elements occupy."""
+    if element_type in PACKED_TYPES:
+        return (count + 1) // 2
+    dtype = storage_dtype(element_type)
+    assert dtype is not None
+    return count * dtype.itemsize
+
+
+# --- small float formats ---------------------------------------------------------------------
+
+def _is_nan_code(f: FloatFormat, code: int) -> bool:
+    top = 1 << (f.bits - 1)
+    if f.nan == "neg_zero":
+        return code == top
+    if f.nan == "ones":
+        return (code | (top if f.signed else 0)) == (1 << f.bits) - 1
+    if f.nan == "ieee":
+        exp = (code >> f.mantissa_bits) & ((1 << f.exponent_bits) - 1)
+        return exp == (1 << f.exponent_bits) - 1 and code & ((1 << f.mantissa_bits) - 1) != 0
+    return False
+
+
+def _code_value(f: FloatFormat, code: int) -> float:
+    if _is_nan_code(f, code):
+        return math.nan
+    sign = -1.0 if f.signed and code >> (f.bits - 1) else 1.0
+    exp = (code >> f.mantissa_bits) & ((1 << f.exponent_bits) - 1)
+    man = code & ((1 << f.mantissa_bits) - 1)
+    if f.has_inf and exp == (1 << f.exponent_bits) - 1:
+        return sign * math.inf
+    if exp == 0 and f.mantissa_bits:
+        return sign * math.ldexp(man, f.min_exponent - f.mantissa_bits)
+    return sign * math.ldexp((1 << f.mantissa_bits) + man, exp - f.bias - f.mantissa_bits)
+
+
+@dataclass(frozen=True)
+class _Table:
+    values: np.ndarray        # float32 value of every code (NaN for NaN codes)
+    magnitudes: np.ndarray    # sorted finite non-negative values
+    codes: np.ndarray         # the code of each magnitude (positive sign)
+    nan_code: int
+    max_value: float
+
+
+@cache
+def _table(name: str) -> _Table:
+    f = SMALL_FLOATS[name]
+    values = np.array([_code_value(f, c) for c in range(1 << f.bits)], dtype=np.float64)
+    sign_bit = 1 << (f.bits - 1) if f.signed else 1 << f.bits
+    positive = [c for c in range(1 << f.bits) if c < sign_bit and np.isfinite(values[c])]
+    order = sorted(positive, key=lambda c: values[c])
+    nan_codes = [c for c in range(1 << f.bits) if _is_nan_code(f, c)]
+    nan_code = min(nan_codes) if nan_codes else 0   # the positive NaN (0x7F, 0x80, 0xFF)
+    if f.nan == "ieee":
+        nan_code = (((1 << f.exponent_bits) - 1) << f.mantissa_bits) | (1 << (f.mantissa_bits - 1))
+    mags = values[order]
+    return _Table(values.astype(np.float32), mags, np.array(order, dtype=np.uint8), nan_code,
+                  float(mags[-1]))
+
+
+def _encode_small(name: str, x: np.ndarray) -> np.ndarray:
+    """Codes (uint8) of the nearest `name` values to float64 `x`, ties to even."""
+    f, t = SMALL_FLOATS[name], _table(name)
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    with np.errstate(all="ignore"):
+        _, e = np.frexp(np.where(np.isfinite(a) & (a > 0), a, 1.0))
+        e = np.maximum(e - 1, f.min_exponent)
+        quantum = np.ldexp(1.0, (e - f.mantissa_bits).astype(np.int32))
+        q = np.rint(a / quantum) * quantum
+    nan = np.isnan(x)
+    overflow = ~nan & (q > t.max_value)
+    q = np.where(overflow | nan, 0.0, q)
+    if not f.mantissa_bits:                       # no zero: the smallest value stands for it
+        q = np.maximum(q, t.magnitudes[0])
+    idx = np.clip(np.searchsorted(t.magnitudes, q), 0, len(t.magnitudes) - 1)
+    codes = t.codes[idx].astype(np.uint8)
+    negative = np.signbit(x) & ~nan
+    if f.signed:
+        sign = np.uint8(1 << (f.bits - 1))
+        neg = negative & ~((q == 0) & (f.nan == "neg_zero"))   # FNUZ: -0 rounds to +0
+        codes = np.where(neg, codes | sign, codes)
+    else:
+        nan = nan | (negative & (x != 0))
+    if f.has_inf:
+        inf_code = ((1 << f.exponent_bits) - 1) << f.mantissa_bits
+        inf = np.where(negative, inf_code | (1 << (f.bits - 1)), inf_code)
+        codes = np.where(overflow, inf, codes)
+    elif f.nan == "none":
+        top = t.codes[-1] | (1 << (f.bits - 1))
+        codes = np.where(overflow, np.where(negative, top, t.codes[-1]), codes)
+        nan = np.zeros_like(nan)
+    else:
+        nan = nan | overflow
+    return np.where(nan, t.nan_code, codes).astype(np.uint8)
+
+
+def _decode_small(name: str, codes: np.ndarray) -> np.ndarray:
+    mask = (1 << SMALL_FLOATS[name].bits) - 1
+    return _table(name).values[np.asarray(codes, dtype=np.uint8) & mask]
+
+
+# --- bf16 ------------------------------------------------------------------------------------
+
+def _bf16_bits(x: np.ndarray) -> np.ndarray:
+    """Round float32 or float64 values to bf16 bits (uint16), ties to even; NaN stays NaN."""
+    x = np.asarray(x)
+    if x.dtype == np.float64:   # one rounding straight from double: go through the generic path
+        return _bf16_bits_from_f64(x)
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    quiet = (bits >> np.uint32(16)) | np.uint32(0x0040)
+    return np.where(nan, quiet, rounded).astype(np.uint16)
+
+
+def _bf16_bits_from_f64(x: np.ndarray) -> np.ndarray:
+    f32 = x.astype(np.float32)          # may round twice: fix the cases where it matters
+    back = f32.astype(np.float64)
+    # Truncate to f32 toward zero and set a sticky bit when inexact, then round once to bf16.
+    with np.errstate(all="ignore"):
+        too_far = np.abs(back) > np.abs(x)
+    bits = f32.view(np.uint32).copy()
+    finite = np.isfinite(x) & np.isfinite(back)
+    dec = finite & too_far & (bits & np.uint32(0x7FFFFFFF) != 0)
+    bits = np.where(dec, bits - np.uint32(1), bits)
+    inexact = finite & (bits.view(np.float32).astype(np.float64) != x)
+    bits = np.where(inexact, bits | np.uint32(1), bits)
+    return _bf16_bits(bits.view(np.float32))
+
+
+def _bf16_values(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+# --- integers --------------------------------------------------------------------------------
+
+def wrap_int(element_type: str, x: np.ndarray) -> np.ndarray:
+    """Integers of any numpy integer dtype, wrapped to `element_type`'s width (two's complement)."""
+    w = INT_WIDTHS[element_type]
+    x = np.asarray(x)
+    if w == 1:
+        return (x & 1).astype(np.bool_)
+    if w == 4:
+        return (((x.astype(np.int64) + 8) & 15) - 8).astype(np.int8)
+    return x.astype(_COMPUTE[element_type], casting="unsafe")
+
+
+# --- public API ------------------------------------------------------------------------------
+
+def round_to(element_type: str, x: np.ndarray) -> np.ndarray:
+    """`x` as values of `element_type` in its compute dtype: floats rounded (truncf rules),
+    integers wrapped."""
+    _check(element_type)
+    with np.errstate(over="ignore", invalid="ignore"):   # overflow to inf is the rule
+        return _round_to(element_type, x)
+
+
+def _round_to(element_type: str, x: np.ndarray) -> np.ndarray:
+    if element_type in INT_WIDTHS:
+        x = np.asarray(x)
+        if x.dtype == np.bool_:
+            return x if element_type == "i1" else x.astype(_COMPUTE[element_type])
+        return wrap_int(element_type, x)
+    if element_type == "f16":
+        return np.asarray(x).astype(np.float16)
+    if element_type == "f32":
+        return np.asarray(x).astype(np.float32)
+    if element_type == "f64":
+        return np.asarray(x).astype(np.float64)
+    if element_type == "bf16":
+        x = np.asarray(x)
+        return _bf16_values(_bf16_bits(x if x.dtype == np.float64 else x.astype(np.float32)))
+    return _decode_small(element_type, _encode_small(element_type, np.asarray(x, dtype=np.float64)))
+
+
+def to_bits(element_type: str, x: np.ndarray) -> np.ndarray:
+    """The raw code of each value (uint8 for f8/f4/i4/i1, uint16 for f16/bf16, ...)."""
+    _check(element_type)
+    if element_type in SMALL_FLOATS:
+        return _encode_small(element_type, np.asarray(x, dtype=np.float64))
+    if element_type == "bf16":
+        return _bf16_bits(x)
+    if element_type == "i1":
+        return (np.asarray(x) != 0).astype(np.uint8)
+    if element_type == "i4":
+        return (wrap_int("i4", x).view(np.uint8) & np.uint8(15))
+    v = round_to(element_type, x)
+    return v.view(np.dtype(f"u{v.dtype.itemsize}"))
+
+
+def from_bits(element_type: str, bits: np.ndarray) -> np.ndarray:
+    """Values (compute dtype) of raw codes."""
+    _check(element_type)
+    bits = np.asarray(bits)
+    if element_type in SMALL_FLOATS:
+        return _decode_small(element_type, bits)
+    if element_type == "bf16":
+        return _bf16_values(bits)
+    if element_type == "i1":
+        return bits != 0
+    if element_type == "i4":
+        return wrap_int("i4", bits.astype(np.int64) & 15)
+    dtype = _COMPUTE[element_type]
+    return bits.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
+
+
+def pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """4-bit codes -> bytes, element 2k in the low nibble of byte k."""
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & np.uint8(15)
+    if codes.size % 2:
+        codes = np.append(codes, np.uint8(0))
+    return codes[0::2] | (codes[1::2] << np.uint8(4))
+
+
+def unpack_nibbles(data: np.ndarray, count: int) -> np.ndarray:
+    """Bytes -> `count` 4-bit codes."""
+    data = np.asarray(data, dtype=np.uint8).reshape(-1)
+    out = np.empty(data.size * 2, dtype=np.uint8)
+    out[0::2] = data & np.uint8(15)
+    out[1::2] = data >> np.uint8(4)
+    return out[:count]
+
+
+def encode(element_type: str, values: np.ndarray | list | float | int) -> bytes:
+    """Storage bytes of `values` (rounded to nearest even / wrapped as `round_to` does)."""
+    _check(element_type)
+    arr = np.asarray(values)
+    if arr.dtype.kind in "fc" or element_type not in INT_WIDTHS:
+        arr = arr.astype(np.float64) if arr.dtype.kind not in "f" else arr
+    flat = arr.reshape(-1)
+    if element_type in PACKED_TYPES:
+        return pack_nibbles(to_bits(element_type, flat)).tobytes()
+    if element_type in INT_WIDTHS and flat.dtype.kind == "f":
+        raise ValueError(f"{element_type} values must be integers, got {flat.dtype}")
+    return np.ascontiguousarray(to_bits(element_type, flat)).tobytes()
+
+
+def decode(element_type: str, data: bytes | bytearray | memoryview | np.ndarray,
+           count: int | None = None) -> np.ndarray:
+    """The first `count` elements (all when None) stored in `data`, as compute-dtype values."""
+    _check(element_type)
+    raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) \
+        else data.reshape(-1).view(np.uint8)
+    if element_type in PACKED_TYPES:
+        n = raw.size * 2 if count is None else count
+        if storage_bytes(element_type, n) > raw.size:
+            raise ValueError(f"{n} {element_type} elements need {storage_bytes(element_type, n)} "
+                             f"bytes, got {raw.size}")
+        return from_bits(element_type, unpack_nibbles(raw, n))
+    dtype = _STORAGE[element_type]
+    n = raw.size // dtype.itemsize if count is None else count
+    if n * dtype.itemsize > raw.size:
+        raise ValueError(f"{n} {element_type} elements need {n * dtype.itemsize} bytes, "
+                         f"got {raw.size}")
+    stored = raw[:n * dtype.itemsize].view(dtype)
+    if element_type in ("i1", "bf16") or element_type in SMALL_FLOATS:
+        return from_bits(element_type, stored)
+    return stored.astype(_COMPUTE[element_type])
