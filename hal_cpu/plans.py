@@ -1,10 +1,15 @@
 """How the executor runs one box of a kernel: the strategy is chosen once per kernel at load.
 
 `choose_plan` recognizes the body shapes that numpy can run wholesale (see `hal_cpu.kernel`):
-a kernel without reduction loops is elementwise; a single multiply-accumulate is a contraction
-(`numpy.einsum`); outputs that each fold a recognized combiner over a value that does not
-depend on any output use numpy's accumulations and reductions; everything else runs its
-reduction points one after another, vectorized over the parallel points.
+a kernel without reduction loops is elementwise; an integer multiply-accumulate is a
+contraction (`numpy.einsum`, exact in any order); outputs that each fold a recognized combiner
+over a value that does not depend on any output use numpy's accumulations and reductions;
+everything else runs its reduction points one after another, vectorized over the parallel points.
+
+Float summation order (kernel.py, "Reassociation"): a float add/mul combiner whose other operand
+is an input element as loaded is reassociated (pairwise, numpy's `reduce`); any other float
+reduction (a computed addend, e.g. a matmul's product) keeps the loop's sequential order, each
+step rounded, as linalg specifies.
 """
 from __future__ import annotations
 
@@ -26,7 +31,6 @@ Reducer = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
 Fold = Callable[[np.ndarray, np.ndarray, tuple[int, ...], Callable], np.ndarray]
 
 _CASTS = ("arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp")
-_EXACT_FLOATS = ("f32", "f64")
 
 
 class Elementwise:
@@ -210,6 +214,19 @@ def _ordered(ufunc: np.ufunc) -> Fold:
     return fold
 
 
+def _pairwise(ufunc: np.ufunc) -> Fold:
+    """Float add/mul over input elements as loaded: reassociated, numpy's pairwise reduction
+    over the flattened reduction loops."""
+    def fold(acc: np.ndarray, x: np.ndarray, axes: tuple[int, ...], combine: Callable
+             ) -> np.ndarray:
+        n, r = x.ndim, len(axes)
+        seq = np.moveaxis(x, axes, tuple(range(n - r, n)))
+        seq = np.ascontiguousarray(seq).reshape(seq.shape[:n - r] + (-1,))
+        total = ufunc.reduce(seq, axis=-1, dtype=x.dtype)
+        return combine(acc, np.expand_dims(total, axes))
+    return fold
+
+
 def _reducer(name: str, t: str) -> Fold | None:
     if name in ("arith.addf", "arith.mulf"):
         # f16/f32/f64 round after each step in their own dtype; bf16 and the small floats
@@ -263,6 +280,9 @@ def _combiner_plan(kernel: Kernel) -> Combiner | None:
         if reducer is None or len(args) != 2 or (n_in + i) not in args:
             return None
         folded = args[1] if args[0] == n_in + i else args[0]
+        if name in ("arith.addf", "arith.mulf") and t in ("f16", "f32", "f64") \
+                and folded < n_in and not kernel.inputs[folded].is_gather:
+            reducer = _pairwise(np.add if name == "arith.addf" else np.multiply)
         if folded == n_in + i or users.get(n_in + i) != [s] or users.get(y) != [-1]:
             return None
         combiner_steps.add(s)
@@ -282,10 +302,10 @@ def _contraction_plan(kernel: Kernel) -> Contraction | None:
             len(kernel.iterator_types) > 26:
         return None
     t = kernel.outputs[0].element_type
-    if t not in _EXACT_FLOATS and t not in ("i4", "i8", "i16", "i32", "i64"):
+    # Float contractions keep the sequential order (the combiner plan runs them exactly).
+    if t not in ("i4", "i8", "i16", "i32", "i64"):
         return None
-    is_float = t in _EXACT_FLOATS
-    add_name, mul_name = ("arith.addf", "arith.mulf") if is_float else ("arith.addi", "arith.muli")
+    add_name, mul_name = "arith.addi", "arith.muli"
     s_add = kernel.yields[0] - base
     if s_add < 0 or kernel.step_names[s_add] != add_name:
         return None

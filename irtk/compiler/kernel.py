@@ -17,6 +17,13 @@ argument the body never uses, and may keep an accumulator in registers across a 
 Output maps never use reduction loops (`validate` checks), and distinct output points are
 written by one parallel point each. Bindings never alias each other.
 
+Reassociation. Integer reductions and float max/min give the same result in any order. A float
+add/mul reduction whose yield is `combiner(output value, input element as loaded)` is a plain
+sum/product of the input, and code generators may reassociate it (tree, pairwise, split
+reductions), as IREE does for its vector reductions. Every other float reduction (an addend the
+body computes, such as a matmul's product) keeps the sequential order above, each step rounded
+in the output type: IREE's own tests expect exactly that result.
+
 Value numbering in the body: 0..n_in-1 are the input elements, n_in..n_in+n_out-1 the outputs'
 current values, then one value per op in order. An input whose `map` is None is not read per
 point; the body reads it with `tensor.extract` ops (gathers), and its block-argument value number
