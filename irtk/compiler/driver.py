@@ -1,18 +1,28 @@
-"""The compiler pipeline: MLIR text -> dispatches -> per-target executables -> VM module bytes.
+"""The compiler pipeline: MLIR text -> TIR -> dispatches -> buffers -> VM module bytes.
 
-Phases: frontend (parse, verify) -> flow (dispatch formation) -> codegen per target ->
-vm codegen + serialization. Errors a user can cause surface as `irtk.Error` subclasses.
+Phases (names as `--dump-after` takes them):
+  import    MLIR text -> TIR (the front end)
+  dispatch  generics -> fused dispatch regions, each one `kernel.Kernel` (dispatch.py)
+  stream    buffer planning: output initialization, transient reuse (stream.py)
+  vm        host lowering + VM codegen, with every target's executable (vm_codegen.py)
+Each file compiles as one unit: a function that one phase cannot handle is compiled into the
+module as a function failing at run time with that phase's located message, and the others
+still work. Only a file in which no function compiles is a compile error. Errors a user can
+cause surface as `irtk.Error` subclasses.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
-from irtk.compiler import flow
-from irtk.compiler.codegen import cpu as cpu_codegen
-from irtk.compiler.frontend import parse_mlir
+from irtk.compiler import dispatch, stream, tir
 from irtk.compiler.targets import parse_targets, vulkan_profile
-from irtk.compiler.vm_codegen import ExecutableVariant, generate_module
-from irtk.errors import Error, InputError
+from irtk.compiler.tir_printer import print_program
+from irtk.compiler.vm_codegen import ExecutableVariant, generate_module, program_kernels
+from irtk.errors import CompileError, Error, InputError
+
+PHASES = ("import", "dispatch", "stream", "vm")
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: object) -> bytes:
@@ -22,34 +32,140 @@ def compile_file(path: str, target: str = "vulkan-spirv", **options: object) -> 
         raise InputError(f"cannot read '{path}': {e.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"'{path}' is not a UTF-8 text file") from None
-    return compile_str(text, target=target, filename=str(path), **options)
+    return compile_str(text, target=target, filename=str(path), **options)  # type: ignore
+
+
+def parse_dump_phases(spec: str | Sequence[str] | None) -> list[str]:
+    """"dispatch,vm" / "all" -> phase names, rejecting unknown ones."""
+    if not spec:
+        return []
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[str] = []
+    for item in (i.strip() for i in items):
+        if item == "all":
+            out += PHASES
+        elif item in PHASES:
+            out.append(item)
+        else:
+            raise CompileError(f"unknown phase '{item}' for --dump-after; phases: "
+                               f"{', '.join(PHASES)}, all")
+    return list(dict.fromkeys(out))
+
+
+def import_program(text: str, filename: str) -> tir.Program:
+    """MLIR text -> TIR, through the front end."""
+    from irtk.compiler.frontend import parse_program
+    return parse_program(text, filename)
 
 
 def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<string>",
-                vulkan_target: str = "default", module_name: str | None = None) -> bytes:
+                vulkan_target: str = "default", module_name: str | None = None,
+                dump_after: str | Sequence[str] | None = None,
+                dump: Callable[[str], None] | None = None,
+                dump_spirv: str | None = None) -> bytes:
+    program = import_program(text, filename)
+    name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
+                           else "module")
+    return compile_program(program, target=target, vulkan_target=vulkan_target,
+                           module_name=name, dump_after=dump_after, dump=dump,
+                           dump_spirv=dump_spirv)
+
+
+def compile_program(program: tir.Program, target: str = "vulkan-spirv",
+                    vulkan_target: str = "default", module_name: str = "module",
+                    dump_after: str | Sequence[str] | None = None,
+                    dump: Callable[[str], None] | None = None,
+                    dump_spirv: str | None = None) -> bytes:
+    """TIR (as the importer produces it, or built by hand) -> module bytes. Rewrites
+    `program` in place."""
     targets = parse_targets(target)
     profile = vulkan_profile(vulkan_target)
-    module, source = parse_mlir(text, filename)
-    program = flow.form_dispatches(module, source)
-    kernels = [d.kernel for f in program.functions for d in f.dispatches]
+    phases = parse_dump_phases(dump_after)
+    emit = dump or (lambda text: print(text, end="", file=sys.stdout))
+
+    def show(phase: str, body: str) -> None:
+        if phase in phases:
+            emit(f"// ----- IR after {phase} -----\n{body}")
+
+    show("import", print_program(program))
+    dispatch.form_dispatches(program)
+    show("dispatch", print_program(program))
+    plans = stream.plan_program(program)
+    show("stream", print_program(program, plans))
+    variants = _executables(program, targets, profile, dump_spirv)
+    if not program.functions:
+        raise CompileError("\n".join(program.unsupported.values()))
+    data = generate_module(program, plans, variants, module_name)
+    if "vm" in phases:
+        from irtk.vm.disassembler import disassemble_module
+        show("vm", disassemble_module(data, rodata_limit=64))
+    return data
+
+
+def _executables(program: tir.Program, targets: list[str], profile,
+                 dump_spirv: str | None) -> list[ExecutableVariant]:
+    """Every target's executable. A function whose kernels a target cannot compile moves to
+    `program.unsupported` with the code generator's message."""
+    compiled: dict[str, dict[int, object]] = {t: {} for t in targets}
+    for f in list(program.functions):
+        kernels = [op.attrs["kernel"] for op in tir.walk(f.body) if op.kind == "dispatch"]
+        try:
+            for t in targets:
+                for k in kernels:
+                    compiled[t][id(k)] = _compile_kernel(t, k, profile)
+        except Error as e:
+            text = str(e)
+            if ": error: " not in text:
+                text = f"{f.location}: error: {text}"
+            program.unsupported[f.name] = text
+            program.functions.remove(f)
+    kernels = program_kernels(program)
+    if not kernels:
+        return []
     variants = []
     for t in targets:
         if t == "vulkan-spirv":
-            variants.append(_vulkan_variant(kernels, profile))
+            from irtk.compiler.codegen import spirv as spirv_codegen
+            objs = [compiled[t][id(k)] for k in kernels]
+            data = spirv_codegen.pack_executable(objs, profile)
+            if dump_spirv:
+                _dump_spirv(dump_spirv, kernels, objs)
+            variants.append(ExecutableVariant(t, "vulkan-spirv-fb", data,
+                                              [_launch(o) for o in objs]))
         else:
+            from irtk.compiler.codegen import cpu as cpu_codegen
             data, plans = cpu_codegen.pack_executable(kernels)
-            variants.append(ExecutableVariant("cpu", cpu_codegen.FORMAT, data,
-                                              [p.workgroup_count for p in plans]))
-    name = module_name or (Path(filename).stem if filename != "<string>" else "module")
-    return generate_module(program, variants, name)
+            variants.append(ExecutableVariant(t, cpu_codegen.FORMAT, data,
+                                              [_launch(p) for p in plans]))
+    return variants
 
 
-def _vulkan_variant(kernels, profile) -> ExecutableVariant:
-    from irtk.compiler.codegen import spirv as spirv_codegen
-    compiled = [spirv_codegen.compile_kernel(k, profile) for k in kernels]
-    data = spirv_codegen.pack_executable(compiled, profile)
-    return ExecutableVariant("vulkan-spirv", "vulkan-spirv-fb", data,
-                             [c.workgroup_count for c in compiled])
+def _compile_kernel(target: str, kernel, profile) -> object:
+    if target == "vulkan-spirv":
+        from irtk.compiler.codegen import spirv as spirv_codegen
+        return spirv_codegen.compile_kernel(kernel, profile)
+    from irtk.compiler.codegen import cpu as cpu_codegen
+    data, plans = cpu_codegen.pack_executable([kernel])
+    return plans[0]
 
 
-__all__ = ["compile_file", "compile_str", "Error"]
+def _launch(compiled) -> object:
+    grid = getattr(compiled, "grid", None)
+    if grid is not None:
+        return grid
+    return tuple(compiled.workgroup_count)
+
+
+def _dump_spirv(folder: str, kernels, compiled) -> None:
+    from spirv.reader import disassemble
+    out = Path(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for k, c in zip(kernels, compiled):
+            (out / f"{k.name}.spv").write_bytes(c.code)
+            (out / f"{k.name}.spvasm").write_text(disassemble(c.code))
+    except OSError as e:
+        raise InputError(f"cannot write SPIR-V to '{folder}': {e.strerror}") from None
+
+
+__all__ = ["compile_file", "compile_program", "compile_str", "Error", "PHASES"]

@@ -1,23 +1,31 @@
-"""VM codegen: the host program -> VM bytecode that drives the HAL through `hal.*` imports.
+"""VM codegen: a TIR program of dispatches -> a VM bytecode module driving the HAL.
 
 The module's `__init` picks the executable variant the device supports (or fails with a message
-naming the targets the module has), creates it once and keeps it, the device and the allocator in
-globals. Each exported function checks its arguments' shapes, allocates its result buffers,
-records one command buffer (barriers only between dependent dispatches), submits it and waits on
-a fence, then wraps the results in buffer views.
+naming the targets the module has), creates it once, keeps it, the device and the allocator in
+globals, uploads the constants the host uses into device buffers, gives every `util.global` its
+initial value and sets the workgroup counts of static dispatches for the chosen variant. Each
+function is lowered by `host.FunctionGen`; a function that cannot be compiled becomes one that
+fails at run time with the located message, so the rest of the file still works.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irtk.compiler.flow import Dispatch, HostFunction, Program, Value
-from irtk.hal.element_type import ElementType
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+import numpy as np
+
+from irtk.compiler import host_arith
+from irtk.compiler import kernel as K
+from irtk.compiler import tir
+from irtk.compiler.host import FunctionGen, cconv, element_type_code
+from irtk.compiler.stream import StreamPlan
+from irtk.errors import CompileError
+from irtk.hal import numerics
+from irtk.vm.writer import FunctionBuilder, Label, ModuleWriter, Reg
 
 DENSE_ROW_MAJOR = 1
-FAILED_PRECONDITION = 9  # IREE's status code for "the device cannot run this module"
+FAILED_PRECONDITION = 9   # IREE's status code for "the device cannot run this module"
+UNIMPLEMENTED = 12        # a function the compiler could not lower
 
-# Ref types the generated code holds in registers (recorded in the module for tools).
 REF_TYPES = ("!vm.buffer", "!hal.device", "!hal.allocator", "!hal.buffer", "!hal.buffer_view",
              "!hal.command_buffer", "!hal.executable", "!hal.fence")
 
@@ -28,54 +36,56 @@ HAL_IMPORTS = {
     "hal.device.query.i64": "0rrr_iI",
     "hal.executable.create": "0rrrr_r",
     "hal.allocator.allocate": "0riiI_r",
+    "hal.allocator.allocate.initialized": "0rIiirII_r",
+    "hal.buffer.load": "0rIi_i",
     "hal.buffer_view.create": "0rIIiiCID_r",
     "hal.buffer_view.assert": "0rriiCID_v",
     "hal.buffer_view.buffer": "0r_r",
+    "hal.buffer_view.dim": "0ri_I",
+    "hal.buffer_view.rank": "0r_i",
     "hal.command_buffer.create": "0riii_r",
     "hal.command_buffer.finalize": "0r_v",
     "hal.command_buffer.execution_barrier": "0riii_v",
     "hal.command_buffer.fill_buffer": "0rrIIii_v",
+    "hal.command_buffer.copy_buffer": "0rrIrII_v",
     "hal.command_buffer.dispatch": "0rriiiiICiDCirIID_v",
     "hal.fence.create": "0ri_r",
     "hal.fence.await": "0iCrD_i",
     "hal.device.queue.execute": "0rIrrCrD_v",
+    "hal.device.queue.execute.indirect": "0rIrrrCrIID_v",
 }
+
+Launch = tuple[int, int, int] | K.Grid
 
 
 @dataclass
 class ExecutableVariant:
-    """One target's executable for the whole module: kernels in dispatch order."""
+    """One target's executable for the whole module: kernels in `kernels` order, and how many
+    workgroups each launches (a static count, or a grid rule for dynamic extents)."""
 
-    target: str                                  # "vulkan-spirv", "cpu"
-    format: str                                  # "vulkan-spirv-fb", "cpu-kernel-fb"
+    target: str                  # "vulkan-spirv", "cpu"
+    format: str                  # "vulkan-spirv-fb", "cpu-kernel-fb"
     data: bytes
-    workgroup_counts: list[tuple[int, int, int]]  # per dispatch, in program order
+    launches: list[Launch]
 
 
-class _Registers:
-    """Per-bank register allocation for one function (no reuse: functions are short), and the
-    constants already materialized in the current block, so each is loaded once."""
-
-    def __init__(self) -> None:
-        self.counts = {"i32": 0, "i64": 0, "f32": 0, "f64": 0, "ref": 0}
-        self.constants: dict[tuple[str, int], Reg] = {}
-
-    def new(self, bank: str) -> int:
-        n = self.counts[bank]
-        self.counts[bank] += 1
-        return n
-
-    def new_block(self) -> None:
-        """Constants of another block do not dominate this one."""
-        self.constants.clear()
+def program_kernels(program: tir.Program) -> list[K.Kernel]:
+    """Every dispatch's kernel, in program order (the executables' entry point order)."""
+    return [op.attrs["kernel"] for f in program.functions for op in tir.walk(f.body)
+            if op.kind == "dispatch"]
 
 
-class _ModuleGen:
-    def __init__(self, program: Program, variants: list[ExecutableVariant], name: str) -> None:
+class ModuleGen:
+    def __init__(self, program: tir.Program, plans: dict[str, StreamPlan],
+                 variants: list[ExecutableVariant], name: str) -> None:
         self.program = program
+        self.plans = plans
         self.variants = variants
         self.w = ModuleWriter(name)
-        self.imports = {n: self.w.add_import(n, cc) for n, cc in HAL_IMPORTS.items()}
+        self.imports: dict[str, int] = {}
+        for n in ("hal.device.default", "hal.device.allocator", "hal.device.query.i64",
+                  "hal.executable.create"):
+            self.import_(n)
         self.w.add_requirement("i64")  # sizes and shapes are 64-bit
         for t in REF_TYPES:
             self.w.add_type(t)
@@ -83,10 +93,39 @@ class _ModuleGen:
         self.g_device = self.w.add_global("ref")
         self.g_allocator = self.w.add_global("ref")
         self.g_executable = self.w.add_global("ref")
-        self.dispatches = [d for f in program.functions for d in f.dispatches]
-        self.dispatch_ordinal = {id(d): i for i, d in enumerate(self.dispatches)}
-        self.g_workgroups = [tuple(self.w.add_global("i32") for _ in range(3))
-                             for _ in self.dispatches]
+        self.g_variant = self.w.add_global("i32")
+        self.kernels = program_kernels(program)
+        self.kernel_ordinals = {id(k): i for i, k in enumerate(self.kernels)}
+        self.g_workgroups: dict[int, tuple[int, int, int]] = {}
+        for i, k in enumerate(self.kernels):
+            if k.is_static:
+                self.g_workgroups[i] = (self.w.add_global("i32"), self.w.add_global("i32"),
+                                        self.w.add_global("i32"))
+        self.constants: dict[bytes, tuple[int, tir.Op]] = {}
+        self.globals: dict[str, tuple[int, tir.Global]] = {}
+        self.bad_globals: dict[str, str] = {}   # globals that cannot be stored: why
+        for g in program.globals:
+            try:
+                if isinstance(g.type, tir.TensorType):
+                    self.global_contents(g)
+                    bank = "ref"
+                elif g.type.name in host_arith.BANK:
+                    bank = host_arith.BANK[g.type.name]
+                else:
+                    raise CompileError(f"{g.location}: error: globals of type {g.type.name} "
+                                       "are not supported")
+            except CompileError as e:
+                self.bad_globals[g.name] = str(e)
+                continue
+            self.globals[g.name] = (self.w.add_global(bank), g)
+        self.functions: dict[str, tuple[int, tir.Function | None]] = {}
+        self.segments: list[tuple[int, list[tuple], int]] = []  # (global, commands, slots)
+
+    # -- module-level resources -----------------------------------------------------------
+    def import_(self, name: str, signature: str | None = None) -> int:
+        if name not in self.imports:
+            self.imports[name] = self.w.add_import(name, signature or HAL_IMPORTS[name])
+        return self.imports[name]
 
     def string(self, text: str) -> int:
         if text not in self.strings:
@@ -94,185 +133,321 @@ class _ModuleGen:
                                                    text.encode())
         return self.strings[text]
 
-    def generate(self) -> bytes:
-        init = self.init_function()
-        self.w.set_init_function(self.w.add_function("__init", "0v_v", init))
-        for f in self.program.functions:
-            ordinal = self.w.add_function(f.name, _cconv(f), self.function(f))
-            self.w.add_export(f.name, ordinal, {
-                "abi.args": ";".join(a.type.spelling() for a in f.args),
-                "abi.results": ";".join(r.type.spelling() for r in f.results),
-            })
-        return self.w.to_bytes()
+    def _load(self, fg: FunctionGen, global_: int, key: str) -> Reg:
+        cache_key = ("global", key)
+        if cache_key not in fg.consts:
+            r = fg.new("ref")
+            fg.b.emit("global.load.ref", r.index, global_)
+            fg.consts[cache_key] = r  # type: ignore[index]
+        return fg.consts[cache_key]  # type: ignore[index]
 
-    # -- helpers emitting common sequences ------------------------------------------------
-    def call(self, b: FunctionBuilder, name: str, args: list[Reg], results: list[Reg]) -> None:
-        b.emit("call.import", self.imports[name], args, results)
+    def device(self, fg: FunctionGen) -> Reg:
+        return self._load(fg, self.g_device, "device")
 
-    def call_variadic(self, b: FunctionBuilder, name: str, segments: list[int], args: list[Reg],
-                      results: list[Reg]) -> None:
-        b.emit("call.import.variadic", self.imports[name], segments, args, results)
+    def allocator(self, fg: FunctionGen) -> Reg:
+        return self._load(fg, self.g_allocator, "allocator")
+
+    def executable(self, fg: FunctionGen) -> Reg:
+        return self._load(fg, self.g_executable, "executable")
+
+    def constant_global(self, op: tir.Op) -> int:
+        t: tir.TensorType = op.result.type  # type: ignore[assignment]
+        data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
+        key = t.spelling().encode() + b"\0" + data
+        if key not in self.constants:
+            self.constants[key] = (self.w.add_global("ref"), op)
+        return self.constants[key][0]
+
+    def global_(self, name: str, op: tir.Op) -> int:
+        if name in self.bad_globals:
+            raise CompileError(self.bad_globals[name])
+        if name not in self.globals:
+            raise CompileError(f"{op.location}: error: unknown global '@{name}'")
+        return self.globals[name][0]
+
+    def function_ordinal(self, name: str, op: tir.Op) -> int:
+        if name not in self.functions:
+            raise CompileError(f"{op.location}: error: call to unknown function '@{name}'")
+        return self.functions[name][0]
+
+    def record_segment(self, commands: list[tuple], slots: int) -> int:
+        """The global holding a command buffer that __init records once: barriers and static
+        dispatches whose buffers come from binding-table slots."""
+        for global_, recorded, n in self.segments:
+            if recorded == commands and n == slots:
+                return global_
+        global_ = self.w.add_global("ref")
+        self.segments.append((global_, commands, slots))
+        return global_
+
+    def record_segments(self, fg: FunctionGen) -> None:
+        b = fg.b
+        zero = fg.const("i32", 0)
+        for global_, commands, slots in self.segments:
+            cmd = fg.new("ref")
+            fg.call("hal.command_buffer.create",
+                    [self.device(fg), zero, fg.const("i32", 1), fg.const("i32", slots)], [cmd])
+            null = fg.new("ref")
+            b.emit("const.ref.null", null.index)
+            for c in commands:
+                if c[0] == "barrier":
+                    fg.call("hal.command_buffer.execution_barrier", [cmd, zero, zero, zero], [])
+                    continue
+                _, ordinal, bindings = c
+                grid = []
+                for g in self.g_workgroups[ordinal]:
+                    r = fg.new("i32")
+                    b.emit("global.load.i32", r.index, g)
+                    grid.append(r)
+                # Bindings in binding order; a null buffer names its binding-table slot.
+                regs: list[Reg] = []
+                for binding, slot, length in sorted(bindings):
+                    regs += [fg.const("i32", slot), null, fg.const("i64", 0),
+                             fg.const("i64", length)]
+                fg.call_variadic("hal.command_buffer.dispatch", [0, len(bindings)],
+                                 [cmd, self.executable(fg), fg.const("i32", ordinal), *grid,
+                                  fg.const("i64", 0), *regs], [])
+            fg.call("hal.command_buffer.finalize", [cmd], [])
+            b.emit("global.store.ref", global_, cmd.index)
+
+    def kernel_ordinal(self, kernel: K.Kernel) -> int:
+        return self.kernel_ordinals[id(kernel)]
+
+    def workgroups(self, fg: FunctionGen, ordinal: int, kernel: K.Kernel,
+                   params: dict[str, Reg]) -> list[Reg]:
+        """The launch of dispatch `ordinal`: set in __init when static, else evaluated from the
+        grid rule of each variant and selected by the variant `__init` chose."""
+        if ordinal in self.g_workgroups:
+            out = []
+            for g in self.g_workgroups[ordinal]:
+                r = fg.new("i32")
+                fg.b.emit("global.load.i32", r.index, g)
+                out.append(r)
+            return out
+        ranges = [fg.const("i64", r) if isinstance(r, int) else params[r]
+                  for r in kernel.loop_ranges]
+        per_variant = [self._grid_counts(fg, v.launches[ordinal], ranges, kernel)
+                       for v in self.variants]
+        if len(per_variant) == 1:
+            return per_variant[0]
+        variant = fg.new("i32")
+        fg.b.emit("global.load.i32", variant.index, self.g_variant)
+        out = list(per_variant[0])
+        for i, counts in enumerate(per_variant[1:], 1):
+            is_i = fg.new("i32")
+            fg.b.emit("cmp.eq.i32", is_i.index, variant.index, fg.const("i32", i).index)
+            merged = []
+            for a, c in zip(out, counts):
+                r = fg.new("i32")
+                fg.b.emit("select.i32", r.index, is_i.index, c.index, a.index)
+                merged.append(r)
+            out = merged
+        return out
 
     @staticmethod
-    def const(b: FunctionBuilder, regs: _Registers, bank: str, value: int) -> Reg:
-        key = (bank, value)
-        if key not in regs.constants:
-            r = regs.new(bank)
-            b.emit(f"const.{bank}", r, value)
-            regs.constants[key] = Reg(bank, r)
-        return regs.constants[key]
+    def _grid_counts(fg: FunctionGen, launch: Launch, ranges: list[Reg],
+                     kernel: K.Kernel) -> list[Reg]:
+        if not isinstance(launch, K.Grid):
+            raise CompileError(f"dispatch {kernel.name} has dynamic extents but its code "
+                               "generator gave no grid rule")
+        axes = []
+        for axis in (launch.x, launch.y, launch.z):
+            n = fg.const("i64", 1)
+            for d in axis.dims:
+                r = fg.new("i64")
+                fg.b.emit("mul.i64", r.index, n.index, ranges[d].index)
+                n = r
+            if axis.divisor != 1:
+                r = fg.new("i64")
+                fg.b.emit("add.i64", r.index, n.index, fg.const("i64", axis.divisor - 1).index)
+                fg.b.emit("div.s.i64", r.index, r.index, fg.const("i64", axis.divisor).index)
+                n = r
+            axes.append(n)
+        if launch.linear:  # (min(n, 65535), ceil(n / 65535), 1)
+            limit = fg.const("i64", 65535)
+            x = fg.new("i64")
+            fg.b.emit("min.s.i64", x.index, axes[0].index, limit.index)
+            y = fg.new("i64")
+            fg.b.emit("add.i64", y.index, axes[0].index, fg.const("i64", 65534).index)
+            fg.b.emit("div.s.i64", y.index, y.index, limit.index)
+            fg.b.emit("max.s.i64", y.index, y.index, fg.const("i64", 1).index)
+            axes = [x, y, fg.const("i64", 1)]
+        out = []
+        for a in axes:
+            r = fg.new("i32")
+            fg.b.emit("trunc.i64.i32", r.index, a.index)
+            out.append(r)
+        return out
 
-    def ref_string(self, b: FunctionBuilder, regs: _Registers, text: str) -> Reg:
-        r = regs.new("ref")
-        b.emit("const.ref.rodata", r, self.string(text))
-        return Reg("ref", r)
+    # -- the module ----------------------------------------------------------------------
+    def generate(self) -> bytes:
+        functions = list(self.program.functions)
+        for f in functions:
+            self.functions[f.name] = (self.w.declare_function(
+                f.name, cconv([a.type for a in f.args], f.result_types)), f)
+        for name in self.program.unsupported:
+            self.functions[name] = (self.w.declare_function(name, "0v_v"), None)
+        for f in functions:
+            ordinal = self.functions[f.name][0]
+            try:
+                builder = FunctionGen(self, f, self.plans[f.name]).generate()
+            except CompileError as e:
+                builder = failing_function(self, str(e))
+            self.w.define_function(ordinal, builder)
+            if f.public:
+                self.w.add_export(f.name, ordinal, reflection(f))
+        for name, message in self.program.unsupported.items():
+            ordinal = self.functions[name][0]
+            self.w.define_function(ordinal, failing_function(self, message))
+            self.w.add_export(name, ordinal, {"abi.args": "", "abi.results": ""})
+        # __init last: it uploads the constants the functions above turned out to use.
+        self.w.set_init_function(self.w.add_function("__init", "0v_v", self.init_function()))
+        return self.w.to_bytes()
 
-    # -- __init -----------------------------------------------------------------------
     def init_function(self) -> FunctionBuilder:
-        b, regs = FunctionBuilder(), _Registers()
-        dev = Reg("ref", regs.new("ref"))
-        self.call(b, "hal.device.default", [], [dev])
+        fg = FunctionGen(self, tir.Function("__init", [], [], tir.Region()), StreamPlan())
+        b = fg.b
+        dev = fg.new("ref")
+        fg.call("hal.device.default", [], [dev])
         b.emit("global.store.ref", self.g_device, dev.index)
-        alloc = Reg("ref", regs.new("ref"))
-        self.call(b, "hal.device.allocator", [dev], [alloc])
+        alloc = fg.new("ref")
+        fg.call("hal.device.allocator", [dev], [alloc])
         b.emit("global.store.ref", self.g_allocator, alloc.index)
-        category = self.ref_string(b, regs, "hal.executable.format")
-        fail = b.new_label()
+        ready, fail = Label(), Label()
+        if not self.variants:  # nothing to dispatch: no executable to pick
+            fg.br(ready)
+        else:
+            self.select_variant(fg, dev, ready, fail)
+        fg.bind(ready)
+        for global_, op in self.constants.values():
+            t: tir.TensorType = op.result.type  # type: ignore[assignment]
+            data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
+            b.emit("global.store.ref", global_, self.upload(fg, data).index)
+        for global_, g in self.globals.values():
+            self.init_global(fg, global_, g)
+        self.record_segments(fg)
+        b.emit("return", [])
+        fg.terminated = True
+        b.set_register_counts(**fg.counts)
+        return b
+
+    def select_variant(self, fg: FunctionGen, dev: Reg, ready: Label, fail: Label) -> None:
+        b = fg.b
+        category = fg.string("hal.executable.format")
         for i, v in enumerate(self.variants):
-            create, next_try = b.new_label(), (b.new_label() if i + 1 < len(self.variants) else fail)
-            fmt = self.ref_string(b, regs, v.format)
-            ok, value = Reg("i32", regs.new("i32")), Reg("i64", regs.new("i64"))
-            self.call(b, "hal.device.query.i64", [dev, category, fmt], [ok, value])
-            supported = regs.new("i32")
-            b.emit("trunc.i64.i32", supported, value.index)
-            b.emit("cond_br", supported, create, next_try)
-            b.bind(create)
-            regs.new_block()
-            data = regs.new("ref")
-            b.emit("const.ref.rodata", data, self.w.add_rodata(
+            create = Label()
+            next_try = Label() if i + 1 < len(self.variants) else fail
+            fmt = fg.string(v.format)
+            ok, value = fg.new("i32"), fg.new("i64")
+            fg.call("hal.device.query.i64", [dev, category, fmt], [ok, value])
+            supported = fg.new("i32")
+            b.emit("trunc.i64.i32", supported.index, value.index)
+            b.emit("cond_br", supported.index, create, next_try)
+            fg.terminated = True
+            fg.bind(create)
+            data = fg.new("ref")
+            b.emit("const.ref.rodata", data.index, self.w.add_rodata(
                 f"executable_{v.target}", v.format, v.data))
-            null = regs.new("ref")
-            b.emit("const.ref.null", null)
-            exe = Reg("ref", regs.new("ref"))
-            self.call(b, "hal.executable.create", [dev, fmt, Reg("ref", data), Reg("ref", null)],
-                      [exe])
+            null = fg.new("ref")
+            b.emit("const.ref.null", null.index)
+            exe = fg.new("ref")
+            fg.call("hal.executable.create", [dev, fmt, data, null], [exe])
             b.emit("global.store.ref", self.g_executable, exe.index)
-            for globals_, count in zip(self.g_workgroups, v.workgroup_counts):
-                for g, n in zip(globals_, count):
-                    r = self.const(b, regs, "i32", n)
-                    b.emit("global.store.i32", g, r.index)
-            b.emit("return", [])
+            b.emit("global.store.i32", self.g_variant, fg.const("i32", i).index)
+            for ordinal, globals_ in self.g_workgroups.items():
+                launch = v.launches[ordinal]
+                kern = self.kernels[ordinal]
+                counts = launch.counts(kern.loop_ranges) if isinstance(launch, K.Grid) \
+                    else launch  # type: ignore[arg-type]
+                for g, n in zip(globals_, counts):
+                    b.emit("global.store.i32", g, fg.const("i32", n).index)
+            fg.br(ready)
             if next_try is not fail:
-                b.bind(next_try)
-                regs.new_block()
-        b.bind(fail)
-        regs.new_block()
+                fg.bind(next_try)
+        fg.bind(fail)
         targets = ", ".join(f"{v.target} (format {v.format})" for v in self.variants)
-        status = self.const(b, regs, "i32", FAILED_PRECONDITION)
-        b.emit("fail", status.index, f"no executable in this module can run on the device: the module "
-                          f"holds targets {targets}")
-        return b
+        b.emit("fail", fg.const("i32", FAILED_PRECONDITION).index,
+               f"no executable in this module can run on the device: the module holds "
+               f"targets {targets}")
+        fg.terminated = True
 
-    # -- exported functions -----------------------------------------------------------
-    def function(self, f: HostFunction) -> FunctionBuilder:
-        b, regs = FunctionBuilder(), _Registers()
-        buffers: dict[int, Reg] = {}
-        arg_regs = [Reg("ref", regs.new("ref")) for _ in f.args]
-        dev = Reg("ref", regs.new("ref"))
-        b.emit("global.load.ref", dev.index, self.g_device)
-        alloc = Reg("ref", regs.new("ref"))
-        b.emit("global.load.ref", alloc.index, self.g_allocator)
-        exe = Reg("ref", regs.new("ref"))
-        b.emit("global.load.ref", exe.index, self.g_executable)
-        for i, (a, r) in enumerate(zip(f.args, arg_regs)):
-            msg = self.ref_string(b, regs, f"{f.name}: argument {i}")
-            et = self.const(b, regs, "i32", int(ElementType.from_name(a.type.element_type)))
-            enc = self.const(b, regs, "i32", DENSE_ROW_MAJOR)
-            dims = [self.const(b, regs, "i64", d) for d in a.type.shape]
-            self.call_variadic(b, "hal.buffer_view.assert", [len(dims)], [r, msg, et, enc, *dims], [])
-            buf = Reg("ref", regs.new("ref"))
-            self.call(b, "hal.buffer_view.buffer", [r], [buf])
-            buffers[a.id] = buf
-        zero_i32 = self.const(b, regs, "i32", 0)
-        # Allocate every buffer a dispatch writes, and the empty tensors dispatches read.
-        empties: list[Value] = []
-        for d in f.dispatches:
-            for v in d.inputs + d.outputs:
-                if v.id not in buffers:
-                    size = self.const(b, regs, "i64", v.type.byte_size)
-                    buf = Reg("ref", regs.new("ref"))
-                    self.call(b, "hal.allocator.allocate", [alloc, zero_i32, zero_i32, size], [buf])
-                    buffers[v.id] = buf
-                    if v.kind == "empty":
-                        empties.append(v)
-        one = self.const(b, regs, "i32", 1)
-        cmd = Reg("ref", regs.new("ref"))
-        self.call(b, "hal.command_buffer.create", [dev, one, one, zero_i32], [cmd])
-        dirty: set[int] = set()
-        for v in empties:  # tensor.empty contents are undefined; make them zero, deterministically
-            if v.type.byte_size:
-                off, length = self.const(b, regs, "i64", 0), self.const(b, regs, "i64", v.type.byte_size)
-                self.call(b, "hal.command_buffer.fill_buffer",
-                          [cmd, buffers[v.id], off, length, zero_i32, self.const(b, regs, "i32", 4)], [])
-                dirty.add(v.id)
-        for d in f.dispatches:
-            if d.kernel.iteration_count == 0:
-                continue
-            touched = {v.id for v in d.inputs + d.outputs}
-            if touched & dirty:
-                self.call(b, "hal.command_buffer.execution_barrier", [cmd, zero_i32, zero_i32, zero_i32], [])
-                dirty.clear()
-            self.dispatch(b, regs, d, cmd, exe, buffers)
-            dirty |= {v.id for v in d.outputs}
-        self.call(b, "hal.command_buffer.finalize", [cmd], [])
-        fence = Reg("ref", regs.new("ref"))
-        self.call(b, "hal.fence.create", [dev, zero_i32], [fence])
-        null = Reg("ref", regs.new("ref"))
-        b.emit("const.ref.null", null.index)
-        affinity = self.const(b, regs, "i64", -1)
-        self.call_variadic(b, "hal.device.queue.execute", [1], [dev, affinity, null, fence, cmd], [])
-        timeout = self.const(b, regs, "i32", -1)
-        status = Reg("i32", regs.new("i32"))
-        self.call_variadic(b, "hal.fence.await", [1], [timeout, fence], [status])
-        results = []
-        for v in f.results:
-            if v.kind == "arg":
-                results.append(arg_regs[v.index])
-                continue
-            et = self.const(b, regs, "i32", int(ElementType.from_name(v.type.element_type)))
-            enc = self.const(b, regs, "i32", DENSE_ROW_MAJOR)
-            dims = [self.const(b, regs, "i64", d) for d in v.type.shape]
-            off, length = self.const(b, regs, "i64", 0), self.const(b, regs, "i64", v.type.byte_size)
-            bv = Reg("ref", regs.new("ref"))
-            self.call_variadic(b, "hal.buffer_view.create", [len(dims)],
-                               [buffers[v.id], off, length, et, enc, *dims], [bv])
-            results.append(bv)
-        b.emit("return", results)
-        return b
+    def upload(self, fg: FunctionGen, data: bytes) -> Reg:
+        src = fg.new("ref")
+        fg.b.emit("const.ref.rodata", src.index,
+                  self.w.add_rodata(f"constant{len(self.w._rodata)}", "application/octet-stream",
+                                    data))
+        buf = fg.new("ref")
+        zero = fg.const("i32", 0)
+        fg.call("hal.allocator.allocate.initialized",
+                [self.allocator(fg), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
+                 fg.const("i64", len(data))], [buf])
+        return buf
 
-    def dispatch(self, b: FunctionBuilder, regs: _Registers, d: Dispatch, cmd: Reg, exe: Reg,
-                 buffers: dict[int, Reg]) -> None:
-        ordinal = self.dispatch_ordinal[id(d)]
-        entry = self.const(b, regs, "i32", ordinal)
-        grid = []
-        for g in self.g_workgroups[ordinal]:
-            r = regs.new("i32")
-            b.emit("global.load.i32", r, g)
-            grid.append(Reg("i32", r))
-        flags = self.const(b, regs, "i64", 0)
-        bindings: list[Reg] = []
-        operands = d.kernel.inputs + d.kernel.outputs
-        values = d.inputs + d.outputs
-        for operand, value in zip(operands, values):
-            bindings += [self.const(b, regs, "i32", operand.binding), buffers[value.id],
-                         self.const(b, regs, "i64", 0), self.const(b, regs, "i64", value.type.byte_size)]
-        self.call_variadic(b, "hal.command_buffer.dispatch", [0, len(operands)],
-                           [cmd, exe, entry, *grid, flags, *bindings], [])
+    def global_contents(self, g: tir.Global) -> tuple[bytes, list[int]]:
+        """A tensor global's initial bytes and dims (a dynamic dim takes the initial value's
+        size, as a dynamic constant does); CompileError when it cannot be stored."""
+        t: tir.TensorType = g.type  # type: ignore[assignment]
+        element_type_code(t.element_type)
+        if g.initial is None:
+            if not t.is_static:
+                raise CompileError(f"{g.location}: error: global '@{g.name}' has a dynamic "
+                                   "shape and no initial value")
+            is_float = t.element_type in K.FLOAT_TYPES
+            value = np.zeros(t.shape, np.float64 if is_float else np.int64)  # type: ignore
+        else:
+            value = np.asarray(g.initial)
+        dims = [v if d is None else d for d, v in zip(t.shape, value.shape)] \
+            if value.ndim == len(t.shape) else list(t.shape)
+        return tensor_bytes(value, t, g.location), dims  # type: ignore[return-value]
+
+    def init_global(self, fg: FunctionGen, global_: int, g: tir.Global) -> None:
+        b = fg.b
+        if isinstance(g.type, tir.TensorType):
+            data, shape = self.global_contents(g)
+            buf = self.upload(fg, data)
+            view = fg.new("ref")
+            dims = [fg.const("i64", d) for d in shape]
+            fg.call_variadic("hal.buffer_view.create", [len(dims)],
+                             [buf, fg.const("i64", 0), fg.const("i64", len(data)),
+                              fg.const("i32", element_type_code(g.type.element_type)),
+                              fg.const("i32", DENSE_ROW_MAJOR), *dims], [view])
+            b.emit("global.store.ref", global_, view.index)
+        else:
+            r = fg.scalar_const(g.type.name, 0 if g.initial is None else g.initial)
+            b.emit(f"global.store.{r.bank}", global_, r.index)
 
 
-def _cconv(f: HostFunction) -> str:
-    return "0" + "r" * len(f.args) + "_" + ("r" * len(f.results) or "v")
+def failing_function(m: ModuleGen, message: str) -> FunctionBuilder:
+    b = FunctionBuilder()
+    status = Reg("i32", 0)
+    b.emit("const.i32", status.index, UNIMPLEMENTED)
+    b.emit("fail", status.index, message)
+    return b
 
 
-def generate_module(program: Program, variants: list[ExecutableVariant], name: str) -> bytes:
-    return _ModuleGen(program, variants, name).generate()
+def reflection(f: tir.Function) -> dict[str, str]:
+    def spell(t: tir.Type) -> str:
+        if isinstance(t, tir.TensorType):
+            return "x".join(["?" if d is None else str(d) for d in t.shape]
+                            + ["i32" if t.element_type == "index" else t.element_type])
+        return {"index": "i64"}.get(t.name, t.name)
+    return {"abi.args": ";".join(spell(a.type) for a in f.args),
+            "abi.results": ";".join(spell(t) for t in f.result_types)}
+
+
+def tensor_bytes(value: np.ndarray, t: tir.TensorType, location: str) -> bytes:
+    """A tensor's contents in its storage form (kernel.py's docstring)."""
+    et = t.element_type
+    # A dynamically typed constant (flow.tensor.dynamic_constant) has its value's shape.
+    shape = tuple(v if d is None else d for d, v in zip(t.shape, value.shape)) \
+        if len(value.shape) == len(t.shape) else tuple(t.shape)
+    value = np.broadcast_to(value, shape) if value.shape != shape else value
+    try:
+        return numerics.encode(et, np.asarray(value))
+    except ValueError as e:
+        raise CompileError(f"{location}: error: constant of element type {et}: {e}") from None
+
+
+def generate_module(program: tir.Program, plans: dict[str, StreamPlan],
+                    variants: list[ExecutableVariant], name: str) -> bytes:
+    return ModuleGen(program, plans, variants, name).generate()

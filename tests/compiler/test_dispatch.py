@@ -1,0 +1,210 @@
+"""Dispatch formation: which generics fuse into one dispatch, what the kernels hold, and what
+stops fusion (barriers, unfoldable constants, region boundaries)."""
+from __future__ import annotations
+
+import numpy as np
+
+from irtk.compiler import tir
+from irtk.compiler.dispatch import compose, fill_pattern, form_dispatches, permutation_inverse
+from irtk.compiler.kernel import AffineMap, Op
+from tests.compiler.tir_build import S, T, amap, function, identity, program, projection, region
+from tests.e2e import host_programs as P
+
+
+def dispatches(f: tir.Function) -> list[tir.Op]:
+    return [op for op in tir.walk(f.body) if op.kind == "dispatch"]
+
+
+def formed(*functions: tir.Function) -> tir.Program:
+    p = program(*functions)
+    form_dispatches(p)
+    return p
+
+
+def exp_op(v: int = 0) -> Op:
+    return Op("math.exp", (v,), "f32")
+
+
+def test_compose_and_invert_maps():
+    transpose = amap(2, (0, 1, 0), (1, 0, 0))
+    assert permutation_inverse(transpose) == transpose
+    assert compose(transpose, transpose) == identity(2)
+    shifted = amap(2, (1, 0, 3), (0, 2, 0))
+    assert compose(shifted, transpose).rows == ((0, 1, 3), (2, 0, 0))
+    assert permutation_inverse(projection(3, (0, 1))) is None
+
+
+def test_elementwise_chain_through_a_transpose_is_one_dispatch():
+    def build(b, x, y):
+        t = b.generic([x], [b.empty(T(3, 2))], [amap(2, (0, 1, 0), (1, 0, 0)), identity(2)],
+                      [exp_op()], [2])[0]            # t[i, j] = exp(x[j, i])
+        return b.elementwise([t, y], b.empty(T(3, 2)), [Op("arith.addf", (0, 1), "f32")])
+    (f,) = formed(function("main", [T(2, 3), T(3, 2)], build)).functions
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert k.loop_ranges == (3, 2)
+    # Inputs: y (identity), then x read through the producer's transpose.
+    assert d.operands[:2] == [f.args[1], f.args[0]]
+    assert [i.map.rows for i in k.inputs] == [((1, 0, 0), (0, 1, 0)), ((0, 1, 0), (1, 0, 0))]
+    assert sorted(op.name for op in k.ops) == ["arith.addf", "math.exp"]
+
+
+def test_a_producer_with_two_users_becomes_a_second_output():
+    def build(b, x):
+        e = b.elementwise([x], b.empty(T(4)), [exp_op()])
+        one = b.constant(1.0, S("f32"))
+        u = b.elementwise([e], b.empty(T(4)), [Op("kernel.param", (), "f32"),
+                                                Op("arith.addf", (0, 2), "f32")], captures=[one])
+        return [e, u]
+    (f,) = formed(function("main", [T(4)], build)).functions
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert len(k.outputs) == 2 and k.params == ()
+    assert [op.name for op in k.ops] == ["math.exp", "arith.constant", "arith.addf"]
+    assert k.ops[1].float_value == 1.0
+
+
+def test_matmul_bias_relu_fuses_with_its_fill():
+    (f,) = P.matmul_bias_relu_program(4, 3, 5).functions
+    form_dispatches(program(f))
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert k.name == "main_dispatch_0_contraction"
+    assert k.iterator_types == ("parallel", "parallel", "reduction")
+    assert len(k.outputs) == 2 and d.attrs["fills"] == [0.0, None]
+    assert d.attrs["reads_init"] == [True, False]
+    assert [op.name for op in k.ops] == ["arith.mulf", "arith.addf", "arith.addf",
+                                         "arith.constant", "arith.maximumf"]
+    k.validate()
+
+
+def test_fill_used_elsewhere_stays_a_dispatch():
+    def build(b, x):
+        z = b.fill(0.0, b.empty(T(4)))
+        s = b.row_sum(x, z)
+        return [s, z]
+    (f,) = formed(function("main", [T(4, 6)], build)).functions
+    ds = dispatches(f)
+    assert len(ds) == 2
+    assert ds[1].attrs["fills"] == [0.0]
+
+
+def test_barrier_stops_fusion():
+    def build(b, x):
+        e = b.elementwise([x], b.empty(T(4)), [exp_op()])
+        (held,) = b.op("barrier", [e], [T(4)]).results
+        return b.elementwise([held], b.empty(T(4)), [exp_op()])
+    (f,) = formed(function("main", [T(4)], build)).functions
+    assert len(dispatches(f)) == 2
+
+
+def test_constants_inline_unless_unfoldable_or_not_splat():
+    def build(b, x):
+        splat = b.constant(np.full(4, 2.5, np.float32), T(4))
+        hidden = b.constant(np.full(4, 3.5, np.float32), T(4), unfoldable=True)
+        table = b.constant(np.arange(4, dtype=np.float32), T(4))
+        r = b.elementwise([x, splat, hidden, table], b.empty(T(4)),
+                          [Op("arith.addf", (0, 1), "f32"), Op("arith.addf", (5, 2), "f32"),
+                           Op("arith.addf", (6, 3), "f32")])
+        return r
+    (f,) = formed(function("main", [T(4)], build)).functions
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert len(k.inputs) == 3       # x, the unfoldable constant, the table
+    consts = [op for op in k.ops if op.name == "arith.constant"]
+    assert [c.float_value for c in consts] == [2.5]
+
+
+def test_host_scalar_capture_becomes_a_param():
+    def build(b, x, s):
+        return b.elementwise([x], b.empty(T(4)), [Op("kernel.param", (), "f32"),
+                                                   Op("arith.mulf", (0, 2), "f32")],
+                             captures=[s])
+    (f,) = formed(function("main", [T(4), S("f32")], build)).functions
+    (d,) = dispatches(f)
+    assert [(p.name, p.type) for p in d.attrs["kernel"].params] == [("p0", "f32")]
+    assert d.operands[-1] is f.args[1]
+
+
+def test_dynamic_extents_become_index_params_read_on_the_host():
+    (f,) = P.dynamic_program().functions
+    form_dispatches(program(f))
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert k.loop_ranges == ("p0", 4)
+    assert [o.shape for o in k.inputs + k.outputs] == [("p0", 4)] * 3
+    (dim,) = [op for op in f.body.ops if op.kind == "tensor.dim" and op.results[0] is
+              d.operands[-1]]
+    assert dim.operands[0] is f.args[0]
+
+
+def test_generics_in_loop_bodies_fuse_within_their_region():
+    (f,) = P.loop_program(3).functions
+    form_dispatches(program(f))
+    loop = [op for op in f.body.ops if op.kind == "scf.for"][0]
+    assert [op.kind for op in loop.regions[0].ops].count("dispatch") == 1
+
+
+def test_kernel_names_are_unique_across_functions():
+    def build(b, x):
+        return b.elementwise([x], b.empty(T(4)), [exp_op()])
+    p = formed(function("f", [T(4)], build), function("g", [T(4)], build))
+    names = [d.attrs["kernel"].name for f in p.functions for d in dispatches(f)]
+    assert names == ["f_dispatch_0_elementwise", "g_dispatch_0_elementwise"]
+
+
+def test_a_function_that_cannot_form_dispatches_is_recorded_not_fatal():
+    def bad(b, x):
+        # A broadcast output with no input fixing loop 1's extent: ranges cannot be inferred.
+        return b.generic([x], [b.empty(T(4))], [projection(2, (0,)), projection(2, (0,))],
+                         [exp_op()], [2])[0]
+    good = function("good", [T(4)], lambda b, x: b.elementwise([x], b.empty(T(4)), [exp_op()]))
+    p = formed(function("bad", [T(4)], bad), good)
+    assert [f.name for f in p.functions] == ["good"]
+    assert p.unsupported["bad"].startswith("test.mlir:")
+    assert "cannot infer the loop ranges" in p.unsupported["bad"]
+
+
+def test_fill_patterns():
+    assert fill_pattern("f32", 1.0) == (0x3F800000, 4)
+    assert fill_pattern("i8", -1) == (0xFF, 1)
+    assert fill_pattern("i1", 1) == (1, 1)
+    assert fill_pattern("f64", 0.0) == (0, 4)
+    assert fill_pattern("f64", 1.0) is None
+    assert fill_pattern("i64", -1) == (0xFFFFFFFF, 4)
+    assert fill_pattern("f16", 1.0) == (0x3C00, 2)
+
+
+def test_region_helper_builds_terminators():
+    r = region([S("index")], lambda b, i: [])
+    assert r.ops[-1].kind == "scf.yield"
+    assert isinstance(identity(1), AffineMap)
+
+
+def test_only_cheap_producers_fuse_into_reductions():
+    def build(b, x, y):
+        cheap = b.elementwise([x], b.empty(T(4, 6)), [exp_op()])
+        costly = b.elementwise([y], b.empty(T(4, 6)),
+                               [exp_op(), Op("math.tanh", (2,), "f32"), exp_op(3)])
+        s1 = b.row_sum(cheap, b.fill(0.0, b.empty(T(4))))
+        s2 = b.row_sum(costly, b.fill(0.0, b.empty(T(4))))
+        return [s1, s2]
+    (f,) = formed(function("main", [T(4, 6), T(4, 6)], build)).functions
+    kinds = [d.attrs["kernel"].iterator_types for d in dispatches(f)]
+    assert kinds == [("parallel", "parallel"), ("parallel", "reduction"),
+                     ("parallel", "reduction")]
+
+
+def test_loop_extents_survive_fusing_away_the_operand_that_gave_them():
+    """insert_slice(strided) of exp(extract_slice(strided)): after fusion no operand indexes
+    the loops directly, yet the kernel keeps the 3x3 loop nest."""
+    def build(b, x, dest):
+        e = b.generic([x], [b.empty(T(3, 3))], [amap(2, (2, 0, 1), (0, 3, 2)), identity(2)],
+                      [exp_op()], [2])[0]
+        return b.generic([e], [dest], [identity(2), amap(2, (2, 0, 1), (0, 3, 2))],
+                         [], [0])[0]
+    (f,) = formed(function("main", [T(8, 12), T(8, 12)], build)).functions
+    (d,) = dispatches(f)
+    k = d.attrs["kernel"]
+    assert k.loop_ranges == (3, 3)
+    assert [i.map.rows for i in k.inputs] == [((2, 0, 1), (0, 3, 2))]
