@@ -20,6 +20,9 @@ class VulkanProfile:
     spirv_version: tuple[int, int] = (1, 3)
     vulkan_version: tuple[int, int] = (1, 1)
     subgroup_size: int = 0                 # 0: code must not depend on the subgroup size
+    subgroup_arithmetic: bool = False      # OpGroupNonUniform* arithmetic in compute shaders
+    subgroup_ballot: bool = False          # OpGroupNonUniformBroadcast and friends
+    cpu_device: bool = False               # shaders run on CPU cores (software rasterizers)
     max_workgroup_invocations: int = 256
     shared_memory_bytes: int = 32768
     float16: bool = False
@@ -31,9 +34,12 @@ class VulkanProfile:
 
 VULKAN_PROFILES: dict[str, VulkanProfile] = {
     "default": VulkanProfile("default"),
-    "swiftshader": VulkanProfile("swiftshader", subgroup_size=4),
+    "swiftshader": VulkanProfile("swiftshader", subgroup_size=4, subgroup_arithmetic=True,
+                                 subgroup_ballot=True, cpu_device=True),
     "llvmpipe": VulkanProfile("llvmpipe", vulkan_env="vulkan1.2", vulkan_version=(1, 2),
-                              subgroup_size=8, max_workgroup_invocations=1024, float16=True,
+                              subgroup_size=8, subgroup_arithmetic=True,
+                              subgroup_ballot=True, cpu_device=True,
+                              max_workgroup_invocations=1024, float16=True,
                               float64=True, int8=True, int16=True, int64=True),
 }
 

@@ -7,6 +7,7 @@ created (no hal_vulkan, no loader, no such ICD) skips its tests with the reason.
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 import zlib
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ from irtk.compiler.codegen.spirv import (EXECUTABLE_FORMAT, SpirvKernel, compile
 from irtk.compiler.kernel import Kernel
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
 
+from .reference import FLOATS, encode, from_storage, to_storage
+
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", tempfile.mkdtemp(prefix="irtk-codegen-mesa-"))
 
 DEVICES = ("swiftshader", "llvmpipe")
-_NP_TYPES = {"f32": np.float32, "i32": np.int32}
 _POISON = 0xCD  # output bytes a kernel fails to write stay recognisable
 
 
@@ -40,40 +42,75 @@ class VulkanRunner:
     device: object
     profile: VulkanProfile
 
-    def compile(self, kernel: Kernel, **options: int) -> SpirvKernel:
+    def compile(self, kernel: Kernel, **options) -> SpirvKernel:
         return compile_kernel(kernel, self.profile, **options)
 
     def run(self, kernel: Kernel, inputs: list[np.ndarray],
-            compiled: SpirvKernel | None = None) -> list[np.ndarray]:
-        """The kernel's outputs for `inputs` (outputs start filled with 0xCD bytes)."""
+            compiled: SpirvKernel | None = None, *, initial: list[np.ndarray] | None = None,
+            params: list[int | float] | None = None, **options) -> list[np.ndarray]:
+        """The kernel's outputs for `inputs` and `params`; outputs start as `initial`, or
+        filled with 0xCD bytes. Values come back in the reference's form (int64/bool/float64)."""
         from irtk.hal.command_buffer import BindingRef
         from irtk.hal.semaphore import Fence
 
-        sk = compiled or self.compile(kernel)
+        sk = compiled or self.compile(kernel, **options)
+        params = list(params or [])
+        named = {p.name: params[k] for k, p in enumerate(kernel.params)}
+        ranges = tuple(r if isinstance(r, int) else int(named[r]) for r in kernel.loop_ranges)
+
+        def shape(o) -> tuple[int, ...]:
+            return tuple(d if isinstance(d, int) else int(named[d]) for d in o.shape)
         dev = self.device
         executable = dev.create_executable(EXECUTABLE_FORMAT, pack_executable([sk], self.profile))
         buffers = {}
         for operand, data in zip(kernel.inputs, inputs):
-            raw = np.ascontiguousarray(data, dtype=_NP_TYPES[operand.element_type]).tobytes()
-            buffers[operand.binding] = dev.allocator.allocate_with_data(raw)
-        for operand in kernel.outputs:
             buffers[operand.binding] = dev.allocator.allocate_with_data(
-                bytes([_POISON]) * operand.byte_size)
+                to_storage(data, operand.element_type) or bytes(4))
+        for k, operand in enumerate(kernel.outputs):
+            if initial is not None:
+                raw = to_storage(initial[k], operand.element_type)
+            else:
+                raw = bytes([_POISON]) * len(to_storage(np.zeros(shape(operand)),
+                                                        operand.element_type))
+            buffers[operand.binding] = dev.allocator.allocate_with_data(raw or bytes(4))
         refs = [BindingRef(buffers[b], 0, buffers[b].size) for b, _ in sk.bindings]
         command_buffer = dev.create_command_buffer()
-        command_buffer.dispatch(executable, executable.lookup(sk.entry_point), sk.workgroup_count,
-                                [], refs)
+        command_buffer.dispatch(executable, executable.lookup(sk.entry_point),
+                                _counts(sk, ranges), push_words(kernel, params), refs)
         command_buffer.finalize()
         semaphore = dev.create_semaphore(0)
         dev.queue_execute(Fence(), Fence([(semaphore, 1)]), [command_buffer])
         assert semaphore.wait(1, timeout=120.0), "dispatch did not finish"
-        outputs = [np.frombuffer(buffers[o.binding].read(), _NP_TYPES[o.element_type])
-                   .reshape(o.shape).copy() for o in kernel.outputs]
+        outputs = [from_storage(buffers[o.binding].read(), o.element_type, shape(o))
+                   for o in kernel.outputs]
         command_buffer.release()
         executable.release()
         for buffer in buffers.values():
             buffer.release()
         return outputs
+
+
+def _counts(sk: SpirvKernel, ranges: tuple[int, ...]) -> tuple[int, int, int]:
+    """The launch: the compiled grid rule for the concrete ranges (static kernels: as given)."""
+    if sk.grid is None or sk.workgroup_count != (0, 0, 0):
+        return sk.workgroup_count
+    return sk.grid.counts(ranges)
+
+
+def push_words(kernel: Kernel, params: list[int | float]) -> list[int]:
+    """Params as the u32 push-constant words `Kernel.param_offsets()` lays out."""
+    words = [0] * (-(-kernel.push_constant_bytes // 4))
+    for p, offset, value in zip(kernel.params, kernel.param_offsets(), params):
+        if p.type in ("i64", "f64"):
+            raw = struct.pack("<q" if p.type == "i64" else "<d", value)
+            words[offset // 4], words[offset // 4 + 1] = struct.unpack("<II", raw)
+        elif p.type == "f32":
+            words[offset // 4] = struct.unpack("<I", struct.pack("<f", value))[0]
+        elif p.type in FLOATS:
+            words[offset // 4] = int(encode(p.type, np.array([value]))[0])
+        else:
+            words[offset // 4] = int(value) & 0xFFFFFFFF
+    return words
 
 
 _runners: dict[str, VulkanRunner | str] = {}

@@ -81,7 +81,9 @@ def test_more_workgroups_than_one_dimension_allows_use_a_2d_grid():
     assert plan.bounds_check
     full = plan_launch((1 << 31) - 1, 1, DEFAULT)
     assert full.grid[0] <= 65535 and full.grid[1] > 1
-    assert full.grid[0] * full.grid[1] - -(-full.iterations // full.per_workgroup) < full.grid[1]
+    # Full rows of 65535, as the host launches a Grid(linear=True); the surplus is less than a row.
+    assert full.grid[0] == 65535
+    assert full.grid[0] * full.grid[1] - -(-full.iterations // full.per_workgroup) < full.grid[0]
     with pytest.raises(CompileError, match="32-bit"):
         plan_launch(1 << 31, 1, DEFAULT)
     with pytest.raises(CompileError, match="grid"):
@@ -168,19 +170,18 @@ def test_kernels_without_iterations_dispatch_no_workgroups():
     assert compile_kernel(kernel, DEFAULT).workgroup_count == (0, 1, 1)
 
 
-def test_i1_tensors_are_rejected():
+def test_i1_tensors_go_to_the_general_strategy():
     ops = [Op("arith.cmpf", (0, 0), "i1", predicate="oeq")]
     kernel = elementwise("mask", (8,), ["f32"], ["i1"], ops, [2])
-    with pytest.raises(CompileError, match="i1 tensors are not supported yet"):
-        compile_kernel(kernel, DEFAULT)
-    kernel = elementwise("mask_in", (8,), ["i1"], ["f32"], [], [0])
-    with pytest.raises(CompileError, match="i1 tensors are not supported yet"):
-        compile_kernel(kernel, DEFAULT)
+    assert compile_kernel(kernel, DEFAULT).strategy == "fallback"
+    kernel = elementwise("mask_in", (8,), ["i1"], ["f32"],
+                         [Op("arith.uitofp", (0,), "f32")], [2])
+    assert compile_kernel(kernel, DEFAULT).strategy == "fallback"
 
 
 def test_unknown_ops_are_named():
-    kernel = single_op("math.erf", ["f32"], "f32")
-    with pytest.raises(CompileError, match="'math.erf' is not supported"):
+    kernel = single_op("math.acos", ["f32"], "f32")
+    with pytest.raises(CompileError, match="unknown body op math.acos"):
         compile_kernel(kernel, DEFAULT)
 
 
@@ -196,7 +197,7 @@ def test_malformed_kernels_are_rejected():
     with pytest.raises(CompileError, match="output 0 is i32 but yields a f32"):
         compile_kernel(kernel, DEFAULT)
     kernel = elementwise("bad", (4,), ["f32"], ["f32"], [Op("arith.negf", (7,), "f32")], [2])
-    with pytest.raises(CompileError, match="before it is defined"):
+    with pytest.raises(CompileError, match=r"op 0 \(arith.negf\) uses value 7"):
         compile_kernel(kernel, DEFAULT)
     kernel = elementwise("bad", (4,), ["f32"], ["f32"],
                          [Op("linalg.index", (), "i32", int_value=3)], [0])

@@ -5,10 +5,12 @@ already checked with spirv-val for the profile's environment, plus its launch sh
 interface); `pack_executable` bundles kernels into the "vulkan-spirv-fb" executable that
 hal_vulkan loads. Codegen never talks to a device. See docs/codegen_spirv.md.
 """
-from irtk.compiler.codegen.spirv.elementwise import LaunchPlan, compile_kernel, plan_launch
+from irtk.compiler.codegen.spirv.elementwise import LaunchPlan, plan_launch
 from irtk.compiler.codegen.spirv.executable import (EXECUTABLE_FORMAT, SpirvKernel,
                                                     merged_requirements, pack_executable)
 from irtk.compiler.codegen.spirv.scalar_ops import OPS as SUPPORTED_OPS
+from irtk.compiler.codegen.spirv.strategy import STRATEGIES, compile_kernel
 
-__all__ = ["EXECUTABLE_FORMAT", "LaunchPlan", "SpirvKernel", "SUPPORTED_OPS", "compile_kernel",
+__all__ = ["EXECUTABLE_FORMAT", "LaunchPlan", "SpirvKernel", "STRATEGIES", "SUPPORTED_OPS",
+           "compile_kernel",
            "merged_requirements", "pack_executable", "plan_launch"]

@@ -29,7 +29,7 @@ from irtk.errors import CompileError
 
 from .emitter import Emitter
 from .executable import SpirvKernel, validate
-from .scalar_ops import OpCall, emit_op
+from .scalar_ops import OPS, OpCall, emit_op
 
 MAX_WORKGROUP_COUNT = 65535          # per grid dimension, the Vulkan minimum limit
 DEFAULT_WORKGROUP_SIZE = 128
@@ -85,8 +85,8 @@ def plan_launch(iterations: int, op_count: int, profile: VulkanProfile,
         if rows > max_workgroup_count:
             raise CompileError(f"vulkan-spirv: {iterations} iterations need {groups} workgroups, "
                                f"more than a {max_workgroup_count}^2 grid holds")
-        # The narrowest rows that fit: fewer than `rows` workgroups of the grid stay idle.
-        grid = (-(-groups // rows), rows, 1)
+        # Full rows, as `Grid(linear=True)` launches them; the surplus is bounds-checked.
+        grid = (max_workgroup_count, rows, 1)
     return LaunchPlan(iterations, size, per_invocation, grid)
 
 
@@ -121,6 +121,26 @@ def offset_terms(loop_ranges: tuple[int, ...], operand: Operand) -> tuple[tuple[
         modulus = 0 if outer == dims[0] else extent
         terms.append(_Term(loop_strides[inner], modulus, coeff[inner]))
     return tuple(terms), const
+
+
+def accepts(kernel: Kernel) -> bool:
+    """Whether this strategy handles the kernel: all loops parallel, static shapes, no params
+    or gathers, f32/i32 buffers, and a body of ops on f32/i32/i1 that `scalar_ops` supports."""
+    if kernel.reduction_dims or not kernel.is_static or kernel.params:
+        return False
+    operands = kernel.inputs + kernel.outputs
+    if any(o.map is None or o.element_type not in BUFFER_ELEMENT_TYPES or not o.is_static
+           for o in operands):
+        return False
+    types = [o.element_type for o in operands]
+    for op in kernel.ops:
+        entry = OPS.get(op.name)
+        if entry is None or op.name in ("kernel.param", "tensor.extract"):
+            return False
+        if ((tuple(types[v] for v in op.operands), op.result_type)) not in entry[0]:
+            return False
+        types.append(op.result_type)
+    return True
 
 
 def check_kernel(kernel: Kernel) -> None:

@@ -24,7 +24,15 @@ from spirv.tables import GLSLstd450, Op
 from irtk.errors import CompileError
 
 # Instructions that read memory or have effects: never merged with an earlier identical one.
-_IMPURE = frozenset({Op.Load, Op.Store, Op.FunctionCall})
+_IMPURE = frozenset({Op.Load, Op.Store, Op.FunctionCall, Op.Variable, Op.AtomicAnd,
+                     Op.AtomicOr, Op.AtomicIAdd, Op.ControlBarrier, Op.MemoryBarrier,
+                     Op.GroupNonUniformFAdd, Op.GroupNonUniformIAdd, Op.GroupNonUniformFMul,
+                     Op.GroupNonUniformIMul, Op.GroupNonUniformFMax, Op.GroupNonUniformFMin,
+                     Op.GroupNonUniformSMax, Op.GroupNonUniformSMin, Op.GroupNonUniformUMax,
+                     Op.GroupNonUniformUMin, Op.GroupNonUniformBitwiseAnd,
+                     Op.GroupNonUniformBitwiseOr, Op.GroupNonUniformBitwiseXor,
+                     Op.GroupNonUniformLogicalAnd, Op.GroupNonUniformLogicalOr,
+                     Op.GroupNonUniformLogicalXor})
 _F32_ABS_MASK = 0x7FFFFFFF
 _F32_INF_BITS = 0x7F800000
 
@@ -39,18 +47,56 @@ class Emitter:
         self.f32 = b.type_float(32)
         self.i32 = b.type_int(32, True)
         self.u32 = b.type_int(32, False)
+        self.emulate_i64 = False   # i64 values are uvec2 (low, high) words
         self._body: list[tuple[str, int, int | None, tuple[int, ...], int]] = []
         self._block_values: dict[tuple[int, int, tuple[int, ...]], int] = {}
 
     # --- types and constants ---------------------------------------------------
 
     def scalar_type(self, name: str) -> int:
-        """The register type of a kernel scalar type ("i1" is a SPIR-V bool)."""
-        types = {"i1": self.bool, "i32": self.i32, "f32": self.f32}
-        if name not in types:
-            raise CompileError(f"vulkan-spirv: scalar type '{name}' is not supported "
-                               f"(supported: {', '.join(types)})")
-        return types[name]
+        """The register type of a kernel scalar type ("i1" is a SPIR-V bool).
+
+        Integers narrower than 32 bits and "index" live in i32 registers, every float narrower
+        than 32 bits in an f32 register (see typed_ops.py); 64-bit types need the profile's
+        native support, which the caller has checked.
+        """
+        if name == "i1":
+            return self.bool
+        if name in ("i4", "i8", "i16", "i32", "index"):
+            return self.i32
+        if name == "i64":
+            return self.b.type_vector(self.u32, 2) if self.emulate_i64 else self.i64
+        if name == "f64":
+            return self.f64
+        if name in ("f16", "bf16", "f32") or name.startswith(("f8", "f4")):
+            return self.f32
+        raise CompileError(f"vulkan-spirv: scalar type '{name}' is not supported")
+
+    @property
+    def i64(self) -> int:
+        return self.b.type_int(64, True)
+
+    @property
+    def u64(self) -> int:
+        return self.b.type_int(64, False)
+
+    @property
+    def f64(self) -> int:
+        return self.b.type_float(64)
+
+    def local(self, value_type: int) -> int:
+        """A Function-storage variable (the builder puts it at the top of the first block)."""
+        from spirv.tables import StorageClass
+        ptr = self.b.type_pointer(StorageClass.Function, value_type)
+        rid = self.b.new_id()
+        self._body.append(("op", int(Op.Variable), ptr, (int(StorageClass.Function),), rid))
+        return rid
+
+    def load(self, value_type: int, pointer: int) -> int:
+        return self.op(Op.Load, value_type, pointer)
+
+    def store(self, pointer: int, value: int) -> None:
+        self.op_void(Op.Store, pointer, value)
 
     def f32c(self, value: float) -> int:
         return self.b.constant(self.f32, _to_f32(value))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 import flatbuffers
 import numpy as np
 
+from irtk.compiler.kernel import Grid
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.hal.executable import ExecutableRequirements
@@ -24,15 +25,22 @@ _REQUIREMENT_KEYS = frozenset(f.name for f in fields(ExecutableRequirements))
 
 @dataclass
 class SpirvKernel:
-    """One compute shader for one dispatch; `code` has passed spirv-val for its profile."""
+    """One compute shader for one dispatch; `code` has passed spirv-val for its profile.
+
+    `grid` is the launch rule (the host evaluates it once the loop ranges are known);
+    `workgroup_count` is its value for a static kernel, and (0, 0, 0) for a dynamic one.
+    `strategy` names the code generation strategy that produced it (docs/codegen_spirv.md).
+    """
 
     code: bytes
     entry_point: str
     workgroup_size: tuple[int, int, int]
     workgroup_count: tuple[int, int, int]
     bindings: list[tuple[int, bool]]          # (binding number, read_only), set 0
-    push_constant_count: int = 0              # 32-bit words
+    push_constant_count: int = 0              # 32-bit words, laid out as Kernel.param_offsets()
     requirements: dict[str, int | bool] = field(default_factory=dict)
+    grid: Grid | None = None
+    strategy: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.requirements) - _REQUIREMENT_KEYS

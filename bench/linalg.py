@@ -1,0 +1,185 @@
+"""Codegen speed on contractions and reductions: a 512x512x512 f32 matmul and a 1024x1024 f32
+row sum, compiled from their kernels (what a linalg.generic matmul / row sum gives) and run
+through the HAL directly on lavapipe and SwiftShader, next to numpy, and IREE 3.13 on the same
+drivers when an IREE environment is given (`--iree-python`, see bench/iree_runner.py).
+
+    .venv/bin/python bench/linalg.py [--iree-python PATH] [--reps N] [--devices a,b]
+
+Prints one table: median per-call device time (timestamp queries around the dispatch) and
+wall time (submit, wait) in milliseconds; the strategy codegen chose; the largest error
+against numpy in float64. IREE's figure is its whole-call wall time (upload, dispatch, wait,
+download), like bench/elementwise.py reports it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from irtk.compiler.codegen.spirv import EXECUTABLE_FORMAT, compile_kernel, pack_executable
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.targets import VULKAN_PROFILES
+
+DEVICES = ("llvmpipe", "swiftshader")
+
+
+def _map(num_dims: int, dims: list[int]) -> AffineMap:
+    return AffineMap(num_dims, tuple(tuple(1 if j == d else 0 for j in range(num_dims + 1))
+                                     for d in dims))
+
+
+def matmul_kernel(m: int, n: int, k: int) -> Kernel:
+    """C[m, n] += A[m, k] * B[k, n], as dispatch formation builds it from linalg.matmul."""
+    return Kernel("matmul", (m, n, k),
+                  [Operand(0, "f32", (m, k), _map(3, [0, 2])),
+                   Operand(1, "f32", (k, n), _map(3, [2, 1]))],
+                  [Operand(2, "f32", (m, n), _map(3, [0, 1]))],
+                  [Op("arith.mulf", (0, 1), "f32"), Op("arith.addf", (2, 3), "f32")], [4],
+                  ("parallel", "parallel", "reduction"))
+
+
+def row_sum_kernel(rows: int, cols: int) -> Kernel:
+    """S[r] += X[r, c]: a linalg.generic sum over the last dimension."""
+    return Kernel("row_sum", (rows, cols), [Operand(0, "f32", (rows, cols), _map(2, [0, 1]))],
+                  [Operand(1, "f32", (rows,), _map(2, [0]))],
+                  [Op("arith.addf", (1, 0), "f32")], [2], ("parallel", "reduction"))
+
+
+MATMUL_MLIR = """func.func @main(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x512xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<512x512xf32>, tensor<512x512xf32>)
+                     outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %r : tensor<512x512xf32>
+}
+"""
+
+ROW_SUM_MLIR = """func.func @main(%x: tensor<1024x1024xf32>) -> tensor<1024xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1024xf32>) -> tensor<1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                        affine_map<(d0, d1) -> (d0)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<1024x1024xf32>) outs(%c : tensor<1024xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1024xf32>
+  return %r : tensor<1024xf32>
+}
+"""
+
+
+def run_on_device(device_name: str, kernel: Kernel, inputs: list[np.ndarray], reps: int
+                  ) -> tuple[str, float, float, np.ndarray]:
+    """(strategy, median device seconds, median wall seconds, result) of one kernel."""
+    from irtk.hal import registry
+    from irtk.hal.command_buffer import BindingRef
+    from irtk.hal.semaphore import Fence
+
+    profile = VULKAN_PROFILES[device_name]
+    compiled = compile_kernel(kernel, profile)
+    device = registry.get_device(f"vulkan://{device_name}")
+    executable = device.create_executable(EXECUTABLE_FORMAT, pack_executable([compiled], profile))
+    buffers = {o.binding: device.allocator.allocate_with_data(np.ascontiguousarray(a).tobytes())
+               for o, a in zip(kernel.inputs, inputs)}
+    output = kernel.outputs[0]
+    buffers[output.binding] = device.allocator.allocate_with_data(bytes(output.byte_size))
+    refs = [BindingRef(buffers[b], 0, buffers[b].size) for b, _ in compiled.bindings]
+    command_buffer = device.create_command_buffer(timestamps=True)
+    command_buffer.dispatch(executable, executable.lookup(compiled.entry_point),
+                            compiled.workgroup_count, [], refs)
+    command_buffer.finalize()
+    semaphore = device.create_semaphore(0)
+    device_times, wall_times = [], []
+    for rep in range(reps + 1):
+        # Outputs accumulate: clear before each call so the last result is checkable.
+        buffers[output.binding].write(bytes(output.byte_size), 0)
+        start = time.perf_counter()
+        device.queue_execute(Fence(), Fence([(semaphore, rep + 1)]), [command_buffer])
+        assert semaphore.wait(rep + 1, timeout=600.0), "dispatch did not finish"
+        wall = time.perf_counter() - start
+        if rep:  # the first call warms caches and compiles the pipeline
+            wall_times.append(wall)
+            device_times.append(command_buffer.dispatch_times()[0])
+    result = np.frombuffer(buffers[output.binding].read(), np.float32).reshape(output.shape)
+    command_buffer.release()
+    executable.release()
+    for buffer in buffers.values():
+        buffer.release()
+    return (compiled.strategy, statistics.median(device_times), statistics.median(wall_times),
+            result.copy())
+
+
+def numpy_time(fn, reps: int) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def iree_time(python: str, text: str, device: str, shapes: str, reps: int) -> float | None:
+    with tempfile.TemporaryDirectory() as tmp:
+        mlir = Path(tmp) / "prog.mlir"
+        mlir.write_text(text)
+        cmd = [python, str(Path(__file__).with_name("iree_runner.py")), "--mlir", str(mlir),
+               "--backend", "vulkan-spirv", "--device", device, "--shapes", shapes,
+               "--reps", str(reps)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iree-python", help="Python of an environment with IREE 3.13")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--devices", default=",".join(DEVICES))
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    b = rng.standard_normal((512, 512)).astype(np.float32)
+    x = rng.standard_normal((1024, 1024)).astype(np.float32)
+    cases = [
+        ("matmul 512x512x512 f32", matmul_kernel(512, 512, 512), [a, b],
+         a.astype(np.float64) @ b.astype(np.float64), lambda: a @ b, MATMUL_MLIR,
+         "512x512xf32,512x512xf32"),
+        ("row sum 1024x1024 f32", row_sum_kernel(1024, 1024), [x],
+         x.astype(np.float64).sum(axis=1), lambda: x.sum(axis=1), ROW_SUM_MLIR,
+         "1024x1024xf32"),
+    ]
+    header = (f"{'kernel':<24} | {'device':<12} | {'strategy':<10} | {'device ms':>10} | "
+              f"{'wall ms':>9} | {'numpy ms':>9} | {'IREE ms':>8} | {'max error':>9}")
+    print(header)
+    print("-" * len(header))
+    for title, kernel, inputs, expected, np_fn, mlir, shapes in cases:
+        np_ms = numpy_time(np_fn, args.reps) * 1e3
+        for device in args.devices.split(","):
+            try:
+                strategy, dev_s, wall_s, result = run_on_device(device, kernel, inputs,
+                                                                 args.reps)
+            except Exception as exc:  # noqa: BLE001 - a missing driver is reported, not fatal
+                print(f"{title:<24} | {device:<12} | unavailable: {type(exc).__name__}: {exc}")
+                continue
+            error = float(np.abs(result - expected).max())
+            iree = iree_time(args.iree_python, mlir, device, shapes, args.reps) \
+                if args.iree_python else None
+            iree_text = "n/a" if iree is None else f"{iree * 1e3:.2f}"
+            print(f"{title:<24} | {device:<12} | {strategy:<10} | {dev_s * 1e3:>10.2f} | "
+                  f"{wall_s * 1e3:>9.2f} | {np_ms:>9.2f} | {iree_text:>8} | {error:>9.2e}")
+
+
+if __name__ == "__main__":
+    main()

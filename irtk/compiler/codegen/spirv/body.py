@@ -1,0 +1,48 @@
+"""Evaluation of a kernel body at one iteration point, shared by every strategy.
+
+A strategy supplies how to read what the body reads (mapped inputs, outputs' current values,
+loop indices); this module walks the ops and handles the three ops that touch more than
+registers: `linalg.index`, `kernel.param` and `tensor.extract` (a bounds-safe gather).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from irtk.compiler.kernel import Kernel
+
+from .interface import ShaderInterface
+from .typed_ops import emit_typed, wrap
+
+
+def used_values(kernel: Kernel) -> set[int]:
+    return {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
+
+
+def evaluate(iface: ShaderInterface, kernel: Kernel, operand_value: Callable[[int], int],
+             loop_index: Callable[[int], int]) -> list[int]:
+    """Every body value (operands first, then ops); `operand_value(i)` is called only for the
+    operands the body uses; `loop_index(d)` returns loop index d as an i32."""
+    e = iface.e
+    used = used_values(kernel)
+    operands = kernel.inputs + kernel.outputs
+    values: list[int] = [operand_value(i) if i in used and (i >= len(kernel.inputs)
+                                                            or operands[i].map is not None)
+                         else 0 for i in range(len(operands))]
+    types = [o.element_type for o in operands]
+    for op in kernel.ops:
+        if op.name == "linalg.index":
+            value = loop_index(op.int_value)
+        elif op.name == "kernel.param":
+            value = iface.param(op.int_value)
+        elif op.name == "tensor.extract":
+            source = kernel.inputs[op.int_value]
+            indices = [values[v] for v in op.operands]
+            value = iface.load(source, iface.gather_offset(source, indices))
+        else:
+            value = emit_typed(e, op, [values[v] for v in op.operands],
+                               [types[v] for v in op.operands])
+        if op.name == "linalg.index":
+            value = wrap(e, value, op.result_type)
+        values.append(value)
+        types.append(op.result_type)
+    return values

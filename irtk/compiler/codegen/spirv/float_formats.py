@@ -1,0 +1,207 @@
+"""Floats narrower than f32 (f16, bf16, the f8 and f4 types) in 32-bit shader code.
+
+Their values live in f32 registers, and every op producing one rounds its f32 result to the
+type, so a device needs no 16-bit or 8-bit float support. Conversion goes through the type's
+bit pattern: `encode` rounds an f32 to the type's bits (round to nearest, ties to even, on the
+bits, so drivers cannot fold it away), `decode` turns bits back into the exact f32 value.
+
+Special values follow the type's kind (as MLIR's APFloat does):
+- "ieee" (f16, bf16, f8E5M2): overflow and inf give inf, NaN stays NaN;
+- "fn" (f8E4M3FN): no inf; overflow and inf give NaN (S.1111.111);
+- "fnuz" (f8E4M3FNUZ, f8E5M2FNUZ): no inf, no -0; NaN is 0x80; overflow and inf give NaN;
+- "finite" (f4E2M1FN): no inf or NaN; overflow and inf saturate to +-max, NaN gives +0;
+- "e8m0" (f8E8M0FNU): unsigned powers of two 2^-127..2^127, no zero; 0xFF is NaN, which is
+  also what zero, negative numbers, inf and overflow give; tiny values give 2^-127.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spirv.tables import GLSLstd450, Op
+
+from .emitter import Emitter
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    kind: str               # "ieee", "fn", "fnuz", "finite", "e8m0"
+
+    @property
+    def width(self) -> int:
+        return (0 if self.kind == "e8m0" else 1) + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def max_bits(self) -> int:
+        """Bits of the largest finite magnitude."""
+        top = (1 << self.exponent_bits) - 1
+        m = self.mantissa_bits
+        if self.kind == "ieee":
+            return ((top - 1) << m) | ((1 << m) - 1)
+        if self.kind == "fn":
+            return (top << m) | ((1 << m) - 2)
+        if self.kind == "e8m0":
+            return top - 1
+        return (top << m) | ((1 << m) - 1)
+
+    @property
+    def nan_bits(self) -> int:
+        m, e = self.mantissa_bits, self.exponent_bits
+        if self.kind == "ieee":
+            return (((1 << e) - 1) << m) | (1 << (m - 1))
+        if self.kind == "fn":
+            return (1 << (e + m)) - 1
+        if self.kind == "fnuz":
+            return 1 << (e + m)
+        if self.kind == "e8m0":
+            return 0xFF
+        return 0  # "finite": NaN is not representable; it becomes +0
+
+    def value(self, bits: int) -> float:
+        """The value of a bit pattern (the reference for tests and constant folding)."""
+        m, e = self.mantissa_bits, self.exponent_bits
+        if self.kind == "e8m0":
+            return float("nan") if bits == 0xFF else 2.0 ** (bits - self.bias)
+        sign = -1.0 if bits >> (e + m) & 1 else 1.0
+        exp, mant = (bits >> m) & ((1 << e) - 1), bits & ((1 << m) - 1)
+        if self.kind == "fnuz" and bits == self.nan_bits:
+            return float("nan")
+        if self.kind == "fn" and exp == (1 << e) - 1 and mant == (1 << m) - 1:
+            return float("nan")
+        if self.kind == "ieee" and exp == (1 << e) - 1:
+            return sign * float("inf") if mant == 0 else float("nan")
+        if exp == 0:
+            return sign * mant * 2.0 ** (1 - self.bias - m)
+        return sign * (1 + mant / (1 << m)) * 2.0 ** (exp - self.bias)
+
+
+FORMATS = {f.name: f for f in (
+    FloatFormat("f16", 5, 10, 15, "ieee"),
+    FloatFormat("bf16", 8, 7, 127, "ieee"),
+    FloatFormat("f8E5M2", 5, 2, 15, "ieee"),
+    FloatFormat("f8E4M3FN", 4, 3, 7, "fn"),
+    FloatFormat("f8E4M3FNUZ", 4, 3, 8, "fnuz"),
+    FloatFormat("f8E5M2FNUZ", 5, 2, 16, "fnuz"),
+    FloatFormat("f8E8M0FNU", 8, 0, 127, "e8m0"),
+    FloatFormat("f4E2M1FN", 2, 1, 1, "finite"),
+)}
+
+
+def _u(e: Emitter, opcode: Op, *args: int) -> int:
+    return e.op(opcode, e.u32, *args)
+
+
+def encode(e: Emitter, fmt: FloatFormat, x: int) -> int:
+    """The f32 `x` rounded to `fmt`, as a u32 holding the type's bits."""
+    u32c = e.u32c
+    bits = e.f32_bits(x)
+    magnitude = _u(e, Op.BitwiseAnd, bits, u32c(0x7FFFFFFF))
+    nan = e.op(Op.UGreaterThan, e.bool, magnitude, u32c(0x7F800000))
+    inf = e.op(Op.IEqual, e.bool, magnitude, u32c(0x7F800000))
+    negative = e.op(Op.UGreaterThan, e.bool, bits, u32c(0x7FFFFFFF))
+    shift = 23 - fmt.mantissa_bits
+
+    def round_shift(value: int, amount: int) -> int:
+        """value >> amount, rounded to nearest with ties to even (amount >= 1)."""
+        half_minus_one = _u(e, Op.ISub, _u(e, Op.ShiftLeftLogical, u32c(1),
+                                           _u(e, Op.ISub, amount, u32c(1))), u32c(1))
+        odd = _u(e, Op.BitwiseAnd, _u(e, Op.ShiftRightLogical, value, amount), u32c(1))
+        return _u(e, Op.ShiftRightLogical,
+                  _u(e, Op.IAdd, value, _u(e, Op.IAdd, half_minus_one, odd)), amount)
+
+    if fmt.kind == "e8m0":
+        rounded = round_shift(magnitude, u32c(23))
+        bad = e.or_(nan, inf, negative, e.op(Op.IEqual, e.bool, magnitude, u32c(0)),
+                    e.op(Op.UGreaterThan, e.bool, rounded, u32c(fmt.max_bits)))
+        return e.select(e.u32, bad, u32c(0xFF), rounded)
+
+    exponent = _u(e, Op.ShiftRightLogical, magnitude, u32c(23))
+    emin_biased = 1 - fmt.bias + 127          # f32 exponent field of the smallest normal
+    if emin_biased > 0:
+        subnormal = e.op(Op.ULessThan, e.bool, exponent, u32c(emin_biased))
+        fraction = _u(e, Op.BitwiseAnd, magnitude, u32c(0x7FFFFF))
+        mantissa = e.select(e.u32, e.op(Op.IEqual, e.bool, exponent, u32c(0)), fraction,
+                            _u(e, Op.BitwiseOr, fraction, u32c(0x800000)))
+        effective = e.glsl(e.u32, GLSLstd450.UMax, exponent, u32c(1))
+        amount = _u(e, Op.IAdd, u32c(shift + emin_biased), e.op(Op.Bitcast, e.u32, e.op(
+            Op.SNegate, e.i32, e.op(Op.Bitcast, e.i32, effective))))
+        amount = e.select(e.u32, e.op(Op.UGreaterThan, e.bool, amount, u32c(31)), u32c(31),
+                          e.select(e.u32, e.op(Op.ULessThan, e.bool, amount, u32c(1)), u32c(1),
+                                   amount))
+        sub_bits = round_shift(mantissa, amount)
+    else:
+        subnormal, sub_bits = e.boolc(False), u32c(0)
+    normal = round_shift(magnitude, u32c(shift)) if shift else magnitude
+    offset = (127 - fmt.bias) << fmt.mantissa_bits
+    if offset:
+        normal = _u(e, Op.ISub, normal, u32c(offset & 0xFFFFFFFF))
+    result = e.select(e.u32, subnormal, sub_bits, normal)
+    overflow = e.or_(inf, e.and_(e.not_(subnormal),
+                                 e.op(Op.UGreaterThan, e.bool, result, u32c(fmt.max_bits))))
+    overflow_bits = {"ieee": ((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits,
+                     "fn": fmt.nan_bits, "fnuz": fmt.nan_bits,
+                     "finite": fmt.max_bits}[fmt.kind]
+    result = e.select(e.u32, overflow, u32c(overflow_bits), result)
+    sign_bit = u32c(1 << (fmt.exponent_bits + fmt.mantissa_bits))
+    signed = _u(e, Op.BitwiseOr, result, sign_bit)
+    if fmt.kind == "fnuz":  # no negative zero: -0 and values rounding to it give +0
+        negative = e.and_(negative, e.op(Op.INotEqual, e.bool, result, u32c(0)))
+    result = e.select(e.u32, negative, signed, result)
+    if fmt.kind == "finite":
+        return e.select(e.u32, nan, u32c(0), result)
+    return e.select(e.u32, nan, u32c(fmt.nan_bits), result)
+
+
+def decode(e: Emitter, fmt: FloatFormat, bits: int) -> int:
+    """The exact f32 value of `fmt` bits held in the low bits of the u32 `bits`."""
+    u32c = e.u32c
+    m = fmt.mantissa_bits
+    if fmt.kind == "e8m0":
+        # Bits 0 are 2^-127, an f32 denormal (0x00400000), which devices that flush denormals
+        # read as 0.
+        shifted = e.select(e.u32, e.op(Op.IEqual, e.bool, bits, u32c(0)), u32c(0x00400000),
+                           _u(e, Op.ShiftLeftLogical, bits, u32c(23)))
+        value = e.op(Op.Bitcast, e.f32, shifted)
+        nan = e.op(Op.IEqual, e.bool, bits, u32c(0xFF))
+        return e.select(e.f32, nan, e.f32c(float("nan")), value)
+    exp_mask = (1 << fmt.exponent_bits) - 1
+    sign = _u(e, Op.BitwiseAnd, bits, u32c(1 << (fmt.exponent_bits + m)))
+    exponent = _u(e, Op.BitwiseAnd, _u(e, Op.ShiftRightLogical, bits, u32c(m)), u32c(exp_mask))
+    mantissa = _u(e, Op.BitwiseAnd, bits, u32c((1 << m) - 1))
+    normal_bits = _u(e, Op.BitwiseOr,
+                     _u(e, Op.ShiftLeftLogical,
+                        _u(e, Op.IAdd, exponent, u32c(127 - fmt.bias)), u32c(23)),
+                     _u(e, Op.ShiftLeftLogical, mantissa, u32c(23 - m)))
+    normal = e.op(Op.Bitcast, e.f32, normal_bits)
+    if 127 - fmt.bias > 0:   # subnormals of the type are normal f32 numbers: compute them
+        sub = e.op(Op.FMul, e.f32, e.op(Op.ConvertUToF, e.f32, mantissa),
+                   e.f32c(2.0 ** (1 - fmt.bias - m)))
+    else:                    # bf16: its subnormals are f32's own
+        sub = normal
+    is_sub = e.op(Op.IEqual, e.bool, exponent, u32c(0))
+    value = e.select(e.f32, is_sub, sub, normal)
+    if fmt.kind == "ieee":
+        special = e.op(Op.IEqual, e.bool, exponent, u32c(exp_mask))
+        inf_nan = e.op(Op.Bitcast, e.f32, _u(e, Op.BitwiseOr, u32c(0x7F800000),
+                                             _u(e, Op.ShiftLeftLogical, mantissa, u32c(23 - m))))
+        value = e.select(e.f32, special, inf_nan, value)
+    magnitude_bits = _u(e, Op.BitwiseAnd, e.f32_bits(value), u32c(0x7FFFFFFF))
+    value = e.op(Op.Bitcast, e.f32, _u(e, Op.BitwiseOr, magnitude_bits,
+                                       _u(e, Op.ShiftLeftLogical, sign,
+                                          u32c(31 - fmt.exponent_bits - m))))
+    if fmt.kind == "fn":
+        nan = e.op(Op.IEqual, e.bool, _u(e, Op.BitwiseAnd, bits, u32c(fmt.nan_bits)),
+                   u32c(fmt.nan_bits))
+        value = e.select(e.f32, nan, e.f32c(float("nan")), value)
+    elif fmt.kind == "fnuz":
+        nan = e.op(Op.IEqual, e.bool, bits, u32c(fmt.nan_bits))
+        value = e.select(e.f32, nan, e.f32c(float("nan")), value)
+    return value
+
+
+def round_to(e: Emitter, fmt: FloatFormat, x: int) -> int:
+    """The f32 `x` rounded to `fmt` (still an f32 register value)."""
+    return decode(e, fmt, encode(e, fmt, x))

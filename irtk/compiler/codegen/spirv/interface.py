@@ -1,0 +1,411 @@
+"""The shader interface every strategy shares: storage buffers as 32-bit words, push constants,
+builtins, and element loads and stores for every storage type.
+
+Each binding is one `StorageBuffer` runtime array of u32 at descriptor set 0, whatever its
+element type, so a device needs no 8/16/64-bit storage feature:
+- 32-bit elements are one word; 64-bit elements two (low word first);
+- 16-, 8- and 4-bit elements are read from their word with a shift and a mask, and written with
+  an `OpAtomicAnd` that clears their bits and an `OpAtomicOr` that sets them, since
+  neighbouring elements of one word may be written by other invocations at the same time.
+  Buffers of such types must be bound with their length rounded up to whole words.
+
+Push constants are one `Block` of u32 words; `Kernel.param_offsets()` says where each param
+is (i64/f64 params are two words; narrower ints are sign-extended from their width, narrower
+floats are their bits in the low bits of the word).
+"""
+from __future__ import annotations
+
+import math
+
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
+                          GLSLstd450,
+                          ExecutionModel, MemoryModel, MemorySemantics, Op as SpvOp, Scope,
+                          StorageClass)
+
+from irtk.compiler.kernel import Extent, Grid, Kernel, Operand, element_bit_width
+from irtk.compiler.targets import VulkanProfile
+from irtk.errors import CompileError
+
+from .emitter import Emitter
+from .executable import SpirvKernel
+from .typed_ops import float_bits, float_from_bits, is_float, register_class, wrap
+
+MAX_LINEAR_GROUPS = 65535
+
+
+class ShaderInterface:
+    """Declarations of one compute shader plus helpers that read and write its operands."""
+
+    def __init__(self, kernel: Kernel, profile: VulkanProfile, local_size: tuple[int, int, int]
+                 ) -> None:
+        self.kernel, self.profile, self.local_size = kernel, profile, local_size
+        e = self.e = Emitter(profile.spirv_version)
+        b = e.b
+        b.capability(Capability.Shader)
+        b.memory_model(AddressingModel.Logical, MemoryModel.GLSL450)
+        self.operands = kernel.inputs + kernel.outputs
+        self.interface: list[int] = []
+        self.globals: list[int] = []
+        self.buffers: dict[int, int] = {}
+        self._builtins: dict[int, int] = {}
+        self._params: dict[int, int] = {}
+        self._vector_views: dict[int, int] = {}
+        self.uses_int64 = self.uses_float64 = False
+        self._check_types()
+        self._declare_buffers()
+        self._push = self._declare_push_constants()
+
+    # --- declarations -------------------------------------------------------------------------
+
+    def _check_types(self) -> None:
+        where = f"vulkan-spirv: kernel '{self.kernel.name}'"
+        kinds = {o.element_type for o in self.operands} | {op.result_type
+                                                            for op in self.kernel.ops}
+        kinds |= {p.type for p in self.kernel.params}
+        if "f64" in kinds and not self.profile.float64:
+            raise CompileError(f"{where} computes in f64, which needs 64-bit floats "
+                               f"(shaderFloat64); target profile '{self.profile.name}' lacks "
+                               f"it (use a profile with float64, e.g. --vulkan-target=llvmpipe)")
+        if "i64" in kinds and not self.profile.int64:
+            self.e.emulate_i64 = True       # uvec2 words: int64_emulation.py
+        elif "i64" in kinds:
+            self.e.b.capability(Capability.Int64)
+            self.uses_int64 = True
+        if "f64" in kinds:
+            self.e.b.capability(Capability.Float64)
+            self.uses_float64 = True
+        # Float64 code converts through u64 for NaN tests.
+        if self.uses_float64 and not self.uses_int64:
+            self.e.b.capability(Capability.Int64)
+            self.uses_int64 = True
+
+    def _declare_buffers(self) -> None:
+        e, b = self.e, self.e.b
+        written = {o.binding for o in self.kernel.outputs}
+        for operand in self.operands:
+            if operand.binding in self.buffers:
+                continue
+            block = b.type_struct([b.type_runtime_array(e.u32, stride=4)])
+            b.decorate(block, Decoration.Block)
+            b.member_decorate(block, 0, Decoration.Offset, 0)
+            if operand.binding not in written:
+                b.member_decorate(block, 0, Decoration.NonWritable)
+            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                             StorageClass.StorageBuffer)
+            b.decorate(var, Decoration.DescriptorSet, 0)
+            b.decorate(var, Decoration.Binding, operand.binding)
+            b.name(var, f"b{operand.binding}")
+            self.buffers[operand.binding] = var
+            self.globals.append(var)
+
+    def _declare_push_constants(self) -> int | None:
+        words = self.push_constant_count
+        if not words:
+            return None
+        e, b = self.e, self.e.b
+        array = b.type_array(e.u32, words, stride=4)
+        block = b.type_struct([array])
+        b.decorate(block, Decoration.Block)
+        b.member_decorate(block, 0, Decoration.Offset, 0)
+        var = b.variable(b.type_pointer(StorageClass.PushConstant, block),
+                         StorageClass.PushConstant)
+        b.name(var, "params")
+        self.globals.append(var)
+        return var
+
+    @property
+    def push_constant_count(self) -> int:
+        return -(-self.kernel.push_constant_bytes // 4)
+
+    @property
+    def bindings(self) -> list[tuple[int, bool]]:
+        written = {o.binding for o in self.kernel.outputs}
+        return [(binding, binding not in written) for binding in sorted(self.buffers)]
+
+    def builtin(self, builtin: BuiltIn, component: int = 0) -> int:
+        """Component of a uvec3 Input builtin, as u32 (loaded once, in the entry block)."""
+        e, b = self.e, self.e.b
+        if builtin not in self._builtins:
+            v3 = b.type_vector(e.u32, 3)
+            var = b.variable(b.type_pointer(StorageClass.Input, v3), StorageClass.Input)
+            b.decorate(var, Decoration.BuiltIn, builtin)
+            self.interface.append(var)
+            self._builtins[builtin] = var
+        vector = e.op(SpvOp.Load, b.type_vector(e.u32, 3), self._builtins[builtin])
+        return e.op(SpvOp.CompositeExtract, e.u32, vector, component)
+
+    def scalar_builtin(self, builtin: BuiltIn) -> int:
+        """A u32 Input builtin (SubgroupSize, SubgroupLocalInvocationId, ...)."""
+        e, b = self.e, self.e.b
+        if builtin not in self._builtins:
+            var = b.variable(b.type_pointer(StorageClass.Input, e.u32), StorageClass.Input)
+            b.decorate(var, Decoration.BuiltIn, builtin)
+            self.interface.append(var)
+            self._builtins[builtin] = var
+        return e.op(SpvOp.Load, e.u32, self._builtins[builtin])
+
+    def linear_workgroup(self) -> int:
+        """The workgroup id of a `Grid(linear=True)` launch: x + y * 65535 (u32)."""
+        e = self.e
+        x = self.builtin(BuiltIn.WorkgroupId, 0)
+        y = self.builtin(BuiltIn.WorkgroupId, 1)
+        return e.op(SpvOp.IAdd, e.u32, x, e.op(SpvOp.IMul, e.u32, y, e.u32c(MAX_LINEAR_GROUPS)))
+
+    def finish(self, shared: list[int] = ()) -> bytes:
+        """Close the function, declare the entry point and return the module bytes."""
+        e, b = self.e, self.e.b
+        fn = e.finish_function(self.kernel.name)
+        interface = list(self.interface)
+        if self.profile.spirv_version >= (1, 4):
+            interface += self.globals + list(shared)
+        b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
+        b.execution_mode(fn, ExecutionMode.LocalSize, *self.local_size)
+        return b.to_bytes()
+
+    def result(self, code: bytes, grid: Grid,
+               requirements: dict[str, int | bool] | None = None) -> SpirvKernel:
+        """The SpirvKernel for this module, with the needs it really has."""
+        kernel = self.kernel
+        needs: dict[str, int | bool] = {"max_workgroup_invocations": math.prod(self.local_size)}
+        if self.uses_int64:
+            needs["int64"] = True
+        if self.uses_float64:
+            needs["float64"] = True
+        if self.push_constant_count:
+            needs["push_constant_bytes"] = 4 * self.push_constant_count
+        needs.update(requirements or {})
+        count = grid.counts(kernel.loop_ranges) if kernel.is_static else (0, 0, 0)  # type: ignore
+        return SpirvKernel(code=code, entry_point=kernel.name, workgroup_size=self.local_size,
+                           workgroup_count=count, bindings=self.bindings,
+                           push_constant_count=self.push_constant_count, requirements=needs,
+                           grid=grid)
+
+    # --- params and extents -------------------------------------------------------------------
+
+    def _push_word(self, index: int) -> int:
+        e, b = self.e, self.e.b
+        ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.PushConstant, e.u32),
+                   self._push, e.u32c(0), e.u32c(index))
+        return e.op(SpvOp.Load, e.u32, ptr)
+
+    def param(self, k: int) -> int:
+        """Param `k` as a register value of its type."""
+        e = self.e
+        p = self.kernel.params[k]
+        word = self.kernel.param_offsets()[k] // 4
+        low = self._push_word(word)
+        if p.type in ("i64", "f64"):
+            vec = e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 2), low,
+                       self._push_word(word + 1))
+            if p.type == "i64" and e.emulate_i64:
+                return vec
+            return e.op(SpvOp.Bitcast, e.scalar_type(p.type), vec)
+        if p.type == "i1":
+            return e.op(SpvOp.INotEqual, e.bool, low, e.u32c(0))
+        if is_float(p.type):
+            return float_from_bits(e, low, p.type)
+        return wrap(e, e.op(SpvOp.Bitcast, e.i32, low), p.type)
+
+    def extent(self, value: Extent) -> int:
+        """A loop range or dimension as an i32 (a constant, or the index param it names)."""
+        if isinstance(value, int):
+            return self.e.i32c(value)
+        names = [p.name for p in self.kernel.params]
+        return self.param(names.index(value))
+
+    def symbols(self) -> list[int]:
+        """Every param as an i32, for maps with symbols (non-index params read as their bits)."""
+        e = self.e
+        out = []
+        for k, p in enumerate(self.kernel.params):
+            v = self.param(k)
+            if register_class(p.type) != "i32":
+                v = e.op(SpvOp.Bitcast, e.i32, self._push_word(self.kernel.param_offsets()[k] // 4))
+            out.append(v)
+        return out
+
+    # --- addressing ---------------------------------------------------------------------------
+
+    def row_major_offset(self, shape: tuple[Extent, ...], indices: list[int]) -> int:
+        """sum(index_r * stride_r) in i32, strides from `shape` (static or param extents)."""
+        e = self.e
+        total = None
+        for r, index in enumerate(indices):
+            if total is None:
+                total = index
+            else:
+                total = e.op(SpvOp.IAdd, e.i32, e.op(SpvOp.IMul, e.i32, total,
+                                                     self.extent(shape[r])), index)
+        return total if total is not None else e.i32c(0)
+
+    def affine(self, row: tuple[int, ...], loops: list[int], symbols: list[int] | None) -> int:
+        e = self.e
+        n = len(loops)
+        terms = []
+        for j, c in enumerate(row[:n]):
+            if c:
+                terms.append(loops[j] if c == 1 else e.op(SpvOp.IMul, e.i32, loops[j], e.i32c(c)))
+        for s, c in enumerate(row[n:-1]):
+            if c and symbols is not None:
+                terms.append(e.op(SpvOp.IMul, e.i32, symbols[s], e.i32c(c)))
+        if row[-1] or not terms:
+            terms.append(e.i32c(row[-1]))
+        total = terms[0]
+        for t in terms[1:]:
+            total = e.op(SpvOp.IAdd, e.i32, total, t)
+        return total
+
+    def operand_offset(self, operand: Operand, loops: list[int]) -> int:
+        """The element offset of operand (which has a map) at loop indices `loops` (i32)."""
+        m = operand.map
+        symbols = self.symbols() if m.num_symbols else None
+        indices = [self.affine(row, loops, symbols) for row in m.rows]
+        return self.row_major_offset(operand.shape, indices)
+
+    def gather_offset(self, operand: Operand, indices: list[int]) -> int:
+        """Element offset of a `tensor.extract`, each index clamped into its dimension (an
+        out-of-range extract is undefined in MLIR; clamping keeps the shader in bounds)."""
+        e = self.e
+        clamped = []
+        for index, dim in zip(indices, operand.shape):
+            top = e.op(SpvOp.ISub, e.i32, self.extent(dim), e.i32c(1))
+            clamped.append(e.glsl(e.i32, GLSLstd450.SClamp, index, e.i32c(0), top))
+        return self.row_major_offset(operand.shape, clamped)
+
+    # --- element access -----------------------------------------------------------------------
+
+    def _word_pointer(self, binding: int, word_index: int) -> int:
+        e, b = self.e, self.e.b
+        return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, e.u32),
+                    self.buffers[binding], e.u32c(0), word_index)
+
+    def _word_and_shift(self, offset: int, bits: int) -> tuple[int, int]:
+        e = self.e
+        per_word = 32 // bits
+        u = e.op(SpvOp.Bitcast, e.u32, offset)
+        word = e.op(SpvOp.ShiftRightLogical, e.u32, u, e.u32c(per_word.bit_length() - 1))
+        shift = e.op(SpvOp.IMul, e.u32, e.op(SpvOp.BitwiseAnd, e.u32, u, e.u32c(per_word - 1)),
+                     e.u32c(bits))
+        return word, shift
+
+    def load_vector4(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
+        """Four consecutive 32-bit elements from `offset` (a multiple of 4) with one 16-byte
+        load, through a uvec4 view of the binding (software drivers pay per load, not per
+        byte)."""
+        e, b = self.e, self.e.b
+        if operand.binding not in self._vector_views:
+            v4 = b.type_vector(e.u32, 4)
+            block = b.type_struct([b.type_runtime_array(v4, stride=16)])
+            b.decorate(block, Decoration.Block)
+            b.member_decorate(block, 0, Decoration.Offset, 0)
+            b.member_decorate(block, 0, Decoration.NonWritable)
+            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                             StorageClass.StorageBuffer)
+            b.decorate(var, Decoration.DescriptorSet, 0)
+            b.decorate(var, Decoration.Binding, operand.binding)
+            self._vector_views[operand.binding] = var
+            self.globals.append(var)
+        v4 = b.type_vector(e.u32, 4)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                     e.u32c(2))
+        ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
+                   self._vector_views[operand.binding], e.u32c(0), index)
+        words = e.op(SpvOp.Load, v4, ptr)
+        return [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, words, i))
+                for i in range(4)]
+
+    def load_bits(self, operand: Operand, offset: int) -> int:
+        """The element's storage bits (u32; a uvec2 for 64-bit types)."""
+        e = self.e
+        bits = element_bit_width(operand.element_type)
+        if bits == 32:
+            return e.op(SpvOp.Load, e.u32, self._word_pointer(
+                operand.binding, e.op(SpvOp.Bitcast, e.u32, offset)))
+        if bits == 64:
+            first = e.op(SpvOp.ShiftLeftLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                         e.u32c(1))
+            lo = e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, first))
+            hi = e.op(SpvOp.Load, e.u32, self._word_pointer(
+                operand.binding, e.op(SpvOp.IAdd, e.u32, first, e.u32c(1))))
+            return e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 2), lo, hi)
+        word, shift = self._word_and_shift(offset, bits)
+        value = e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, word))
+        return e.op(SpvOp.BitwiseAnd, e.u32, e.op(SpvOp.ShiftRightLogical, e.u32, value, shift),
+                    e.u32c((1 << bits) - 1))
+
+    def load(self, operand: Operand, offset: int) -> int:
+        """The element at `offset` as a register value of its type."""
+        e = self.e
+        kind = operand.element_type
+        bits = self.load_bits(operand, offset)
+        if element_bit_width(kind) == 64:
+            if kind == "i64" and e.emulate_i64:
+                return bits
+            return e.op(SpvOp.Bitcast, e.scalar_type(kind), bits)
+        if kind == "i1":
+            return e.op(SpvOp.INotEqual, e.bool, bits, e.u32c(0))
+        if is_float(kind):
+            return float_from_bits(e, bits, kind)
+        return wrap(e, e.op(SpvOp.Bitcast, e.i32, bits), kind)
+
+    def store(self, operand: Operand, offset: int, value: int) -> None:
+        e = self.e
+        kind = operand.element_type
+        width = element_bit_width(kind)
+        if width == 64:
+            vec = value if kind == "i64" and e.emulate_i64 else \
+                e.op(SpvOp.Bitcast, e.b.type_vector(e.u32, 2), value)
+            first = e.op(SpvOp.ShiftLeftLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                         e.u32c(1))
+            for half in range(2):
+                word = first if half == 0 else e.op(SpvOp.IAdd, e.u32, first, e.u32c(1))
+                e.op_void(SpvOp.Store, self._word_pointer(operand.binding, word),
+                          e.op(SpvOp.CompositeExtract, e.u32, vec, half))
+            return
+        if kind == "i1":
+            bits = e.select(e.u32, value, e.u32c(1), e.u32c(0))
+        elif is_float(kind):
+            bits = float_bits(e, value, kind)
+        else:
+            bits = e.op(SpvOp.Bitcast, e.u32, value)
+        if width == 32:
+            e.op_void(SpvOp.Store, self._word_pointer(
+                operand.binding, e.op(SpvOp.Bitcast, e.u32, offset)), bits)
+            return
+        mask = (1 << width) - 1
+        word, shift = self._word_and_shift(offset, width)
+        pointer = self._word_pointer(operand.binding, word)
+        placed = e.op(SpvOp.ShiftLeftLogical, e.u32,
+                      e.op(SpvOp.BitwiseAnd, e.u32, bits, e.u32c(mask)), shift)
+        keep = e.op(SpvOp.Not, e.u32, e.op(SpvOp.ShiftLeftLogical, e.u32, e.u32c(mask), shift))
+        scope, semantics = e.u32c(Scope.Device), e.u32c(MemorySemantics.Relaxed)
+        e.op(SpvOp.AtomicAnd, e.u32, pointer, scope, semantics, keep)
+        e.op(SpvOp.AtomicOr, e.u32, pointer, scope, semantics, placed)
+
+
+def storage_words(operand: Operand) -> int:
+    """Whole 32-bit words a static operand occupies (what its binding must cover)."""
+    return -(-math.prod(operand.shape) * element_bit_width(operand.element_type) // 32)
+
+
+def shared_array(iface: ShaderInterface, element: int, length: int, name: str) -> int:
+    """A Workgroup-storage array variable (listed in the entry point's interface from 1.4)."""
+    b = iface.e.b
+    array = b.type_array(element, length)
+    var = b.variable(b.type_pointer(StorageClass.Workgroup, array), StorageClass.Workgroup)
+    b.name(var, name)
+    iface.globals.append(var)
+    return var
+
+
+def shared_pointer(iface: ShaderInterface, var: int, element: int, index: int) -> int:
+    e = iface.e
+    return e.op(SpvOp.AccessChain, e.b.type_pointer(StorageClass.Workgroup, element), var, index)
+
+
+def barrier(iface: ShaderInterface) -> None:
+    """Workgroup execution and Workgroup-memory barrier."""
+    e = iface.e
+    semantics = MemorySemantics.AcquireRelease | MemorySemantics.WorkgroupMemory
+    e.op_void(SpvOp.ControlBarrier, e.u32c(Scope.Workgroup), e.u32c(Scope.Workgroup),
+              e.u32c(int(semantics)))

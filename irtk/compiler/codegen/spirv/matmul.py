@@ -1,0 +1,484 @@
+"""The contraction strategies: matmul, batch matmul, and convolutions (several reduction
+loops, windowed maps).
+
+Recognized kernels: one output C, two mapped inputs A and B, and a body
+`C = C + f(a) * g(b)` (either operand order of add and mul), where f and g are the identity or
+a widening conversion (extf, extsi, extui, sitofp, uitofp), computing in f32 or i32:
+f32 x f32 -> f32, f16/bf16 x f16/bf16 -> f32, i8 x i8 -> i32 and the like. Every parallel loop
+is used by C; the innermost parallel loop that B does not use is m, the innermost one that A
+does not use is n, the rest are batch loops (grid z). A and B are read through their maps, so
+transposed operands and convolution windows need nothing special.
+
+Variants (`tiling_for`, docs/codegen_spirv.md):
+- tiled, for GPU profiles: TM x TN tiles of C per workgroup staged TK at a time through shared
+  memory (zero-filled edges), RM x RN accumulators per invocation;
+- direct, for CPU profiles: one subgroup-sized workgroup, RM rows uniform across its lanes and
+  RN columns per lane, A and B read straight from the buffers at clamped indices; A shared
+  through subgroup broadcasts where the subgroup size is fixed, else 16-byte loads where the
+  layout allows;
+- convolution: the direct variant with every reduction loop nested in order.
+C's initial value is added once at the end (sums are reassociated) and stores are
+bounds-checked.
+
+Selection: matmul when m and n have at least `MIN_EXTENT` points and k at least `MIN_K`
+(dynamic extents count as large); convolution for any recognized kernel with several reduction
+loops.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from spirv.tables import BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope
+
+from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
+from irtk.compiler.targets import VulkanProfile
+
+from .executable import SpirvKernel
+from .fallback import delinearize, emit_if, emit_loop
+from .interface import ShaderInterface, barrier, shared_array, shared_pointer
+from .typed_ops import emit_typed
+
+MIN_EXTENT = 8
+MIN_K = 8
+CONV_RM, CONV_RN = 4, 4
+_WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp",
+                       "arith.uitofp"})
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A TM x TN tile of C per workgroup, RM x RN accumulators per invocation; `shared`:
+    staged through shared memory TK at a time, else read directly (see the module docstring)."""
+
+    tm: int
+    tn: int
+    tk: int
+    rm: int
+    rn: int
+    shared: bool = True
+    vector: bool = False    # direct variant reading A along k and B along n 4 words at a time
+    broadcast: bool = False  # direct variant sharing A's loads through subgroup broadcasts
+
+    @property
+    def invocations(self) -> int:
+        return (self.tm // self.rm) * (self.tn // self.rn)
+
+
+def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0) -> Tiling:
+    """The tiling for a contraction of m x n outputs (0 or a name: not known statically).
+
+    CPU-based devices (`profile.cpu_device`) use a direct variant: one subgroup-sized
+    workgroup of `lanes` invocations owns RM rows of C (the same for every lane) and RN columns
+    per lane (n0 + lane + lanes * s). These drivers pay per load instruction and lane far more
+    than per multiply-add (lavapipe: about 10 ns against 0.1), so blocks are as large as the
+    driver's shader compiler digests in reasonable time (lavapipe compiles a 16 x 4 block in
+    5 s, 16 x 8 in 13 s, 32 x 8 in 40 s, for 17, 18 and 13 ms of CPU on 256^3):
+    - with a fixed subgroup size and broadcasts: A is shared through the subgroup (one load per
+      lane and row for `lanes` k values); RM = 16/8/4 and RN = 4/2/1 by the problem size
+      (unknown sizes 8 x 4);
+    - otherwise: 16-byte loads where the layout allows, RM x RN = 8 x 8.
+    Others: 64 x 64 tiles staged in shared memory, 4 x 4 per invocation (256 invocations;
+    32 x 32 tiles where only 64 invocations are allowed)."""
+    if profile.cpu_device:
+        lanes = profile.subgroup_size or 8
+
+        def pick(extent: Extent, sizes: tuple[int, int, int], unit: int, unknown: int) -> int:
+            if not isinstance(extent, int) or extent <= 0:
+                return unknown
+            return next((b for b in sizes if extent >= 4 * b * unit), sizes[-1])
+        if profile.subgroup_size and profile.subgroup_ballot:
+            rm, rn = pick(m, (16, 8, 4), 1, 8), pick(n, (4, 2, 1), lanes // 2, 4)
+            return Tiling(rm, rn * lanes, 1, rm, rn, shared=False, broadcast=True)
+        return Tiling(8, 8 * lanes, 1, 8, 8, shared=False)
+    if profile.max_workgroup_invocations >= 256:
+        return Tiling(64, 64, 16, 4, 4)
+    return Tiling(32, 32, 16, 4, 4)
+
+
+@dataclass(frozen=True)
+class Contraction:
+    a: int                      # input positions
+    b: int
+    convert_a: Op | None        # widening op applied to A's element, if any
+    convert_b: Op | None
+    acc_type: str               # "f32" or "i32"
+    m: int                      # loop dims
+    n: int
+    ks: tuple[int, ...]         # the reduction loops (one for a matmul, several for a conv)
+    batch: tuple[int, ...]
+
+    @property
+    def k(self) -> int:
+        return self.ks[-1]
+
+
+def match(kernel: Kernel) -> Contraction | None:
+    """The contraction a kernel computes, or None (see the module docstring)."""
+    if len(kernel.outputs) != 1 or not kernel.reduction_dims:
+        return None
+    if len(kernel.inputs) != 2 or any(o.map is None for o in kernel.inputs):
+        return None
+    n_in = len(kernel.inputs)
+    out = kernel.outputs[0]
+    acc_type = out.element_type
+    if acc_type not in ("f32", "i32"):
+        return None
+    base = n_in + 1
+    ops = kernel.ops
+    y = kernel.yields[0]
+    if y < base:
+        return None
+    add = ops[y - base]
+    add_name, mul_name = ("arith.addf", "arith.mulf") if acc_type == "f32" else \
+        ("arith.addi", "arith.muli")
+    if add.name != add_name or n_in not in add.operands:
+        return None
+    prod = add.operands[1] if add.operands[0] == n_in else add.operands[0]
+    if prod < base or ops[prod - base].name != mul_name:
+        return None
+    mul = ops[prod - base]
+    sources = []
+    for v in mul.operands:
+        convert = None
+        if v >= base:
+            convert = ops[v - base]
+            if convert.name not in _WIDENING or convert.operands[0] >= n_in:
+                return None
+            v = convert.operands[0]
+        if v >= n_in:
+            return None
+        sources.append((v, convert))
+    if {s for s, _ in sources} != {0, 1}:
+        return None
+    # Nothing else in the body: every op is the add, the mul or a conversion it uses.
+    used = {y - base, prod - base} | {v - base for v in mul.operands if v >= base}
+    if len(used) != len(ops):
+        return None
+    (a, ca), (b, cb) = sources
+    ks = kernel.reduction_dims
+    a_dims, b_dims = kernel.inputs[a].map.used_dims(), kernel.inputs[b].map.used_dims()
+    c_dims = out.map.used_dims()
+    parallel = kernel.parallel_dims
+    if set(parallel) - c_dims or set(ks) - (a_dims | b_dims):
+        return None
+    ms = [d for d in parallel if d not in b_dims]
+    ns = [d for d in parallel if d not in a_dims]
+    if not ms or not ns:
+        return None
+    m, n = ms[-1], ns[-1]
+    batch = tuple(d for d in parallel if d not in (m, n))
+    if kernel.value_type(mul.operands[0]) != acc_type or kernel.value_type(
+            mul.operands[1]) != acc_type:
+        return None
+    return Contraction(a, b, ca, cb, acc_type, m, n, ks, batch)
+
+
+def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
+    c = match(kernel)
+    if c is None or len(c.ks) != 1:
+        return None
+    ranges = kernel.loop_ranges
+    for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
+        if isinstance(ranges[d], int) and ranges[d] < least:
+            return None
+    tiling = tiling_for(profile, ranges[c.m], ranges[c.n])
+    if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
+        tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
+    return _Generator(kernel, profile, c, tiling).build()
+
+
+def compile_convolution(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
+    """Contractions over several reduction loops (convolutions: windowed input maps): the
+    direct variant, each invocation a CONV_RM x CONV_RN block of outputs (rows along m, the
+    innermost output position, read uniformly; columns along n, the output channels), all
+    reduction loops nested inside in order."""
+    c = match(kernel)
+    if c is None or len(c.ks) < 2:
+        return None
+    lanes = profile.subgroup_size or 8
+    tiling = Tiling(CONV_RM, CONV_RN * lanes, 1, CONV_RM, CONV_RN, shared=False)
+    return _Generator(kernel, profile, c, tiling).build()
+
+
+def linear_form(kernel: Kernel, operand_index: int) -> tuple[list[int], int] | None:
+    """A static operand's element offset as coefficients of the loop indices plus a constant."""
+    operand = kernel.inputs[operand_index]
+    if not operand.is_static or operand.map.num_symbols:
+        return None
+    shape = operand.shape
+    strides = [math.prod(shape[r + 1:]) for r in range(len(shape))]  # type: ignore[arg-type]
+    n = len(kernel.loop_ranges)
+    coeffs = [sum(row[j] * st for row, st in zip(operand.map.rows, strides)) for j in range(n)]
+    return coeffs, sum(row[-1] * st for row, st in zip(operand.map.rows, strides))
+
+
+def vector_friendly(kernel: Kernel, c: Contraction) -> bool:
+    """4-word loads apply: 32-bit A and B without conversions, A contiguous along k and B along
+    n, every other coefficient and the constants multiples of 4, K and N multiples of 4."""
+    if c.convert_a or c.convert_b or not kernel.is_static:
+        return False
+    for which, dim in ((c.a, c.k), (c.b, c.n)):
+        if kernel.inputs[which].element_type not in ("f32", "i32"):
+            return False
+        form = linear_form(kernel, which)
+        if form is None:
+            return False
+        coeffs, const = form
+        if coeffs[dim] != 1 or const % 4 or any(x % 4 for j, x in enumerate(coeffs) if j != dim):
+            return False
+    return kernel.loop_ranges[c.k] % 4 == 0 and kernel.loop_ranges[c.n] % 4 == 0  # type: ignore
+
+
+class _Generator:
+    def __init__(self, kernel: Kernel, profile: VulkanProfile, c: Contraction, t: Tiling):
+        self.kernel, self.c, self.t = kernel, c, t
+        self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1))
+        self.e = self.iface.e
+
+    def _loaded(self, which: int, loops: list[int]) -> int:
+        """A's or B's element at `loops`, converted to the accumulator type."""
+        iface, c = self.iface, self.c
+        operand = self.kernel.inputs[which]
+        value = iface.load(operand, iface.operand_offset(operand, loops))
+        convert = c.convert_a if which == c.a else c.convert_b
+        if convert is not None:
+            value = emit_typed(self.e, convert, [value], [operand.element_type])
+        return value
+
+    def build(self) -> SpirvKernel:
+        iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
+        acc_t = e.scalar_type(c.acc_type)
+        zero = e.f32c(0.0) if c.acc_type == "f32" else e.i32c(0)
+        ranges = kernel.loop_ranges
+        if t.shared:
+            shared_a = shared_array(iface, acc_t, t.tk * t.tm, "tile_a")
+            shared_b = shared_array(iface, acc_t, t.tk * t.tn, "tile_b")
+        e.label()
+        local = iface.builtin(BuiltIn.LocalInvocationId, 0)
+        local_i = e.op(SpvOp.Bitcast, e.i32, local)
+        tile_n = e.op(SpvOp.Bitcast, e.i32, iface.builtin(BuiltIn.WorkgroupId, 0))
+        tile_m = e.op(SpvOp.Bitcast, e.i32, iface.builtin(BuiltIn.WorkgroupId, 1))
+        batch_id = iface.builtin(BuiltIn.WorkgroupId, 2)
+        m_size, n_size, k_size = (iface.extent(ranges[d]) for d in (c.m, c.n, c.k))
+        m0 = e.op(SpvOp.IMul, e.i32, tile_m, e.i32c(t.tm))
+        n0 = e.op(SpvOp.IMul, e.i32, tile_n, e.i32c(t.tn))
+        threads_n = t.tn // t.rn
+        tx = e.op(SpvOp.SMod, e.i32, local_i, e.i32c(threads_n))
+        ty = e.op(SpvOp.SDiv, e.i32, local_i, e.i32c(threads_n))
+
+        def row_of(r: int) -> int:
+            if not t.shared:  # uniform across the workgroup
+                return e.op(SpvOp.IAdd, e.i32, m0, e.i32c(r))
+            return e.op(SpvOp.IAdd, e.i32, m0, e.op(SpvOp.IAdd, e.i32, e.op(
+                SpvOp.IMul, e.i32, ty, e.i32c(t.rm)), e.i32c(r)))
+
+        def col_of(s: int) -> int:
+            if t.vector:  # 4 consecutive columns per lane and vector load
+                return e.op(SpvOp.IAdd, e.i32, n0, e.op(SpvOp.IAdd, e.i32, e.op(
+                    SpvOp.IMul, e.i32, tx, e.i32c(4)), e.i32c((s // 4) * 4 * threads_n + s % 4)))
+            if not t.shared:  # neighbouring lanes, neighbouring columns
+                return e.op(SpvOp.IAdd, e.i32, n0, e.op(SpvOp.IAdd, e.i32, tx,
+                                                         e.i32c(s * threads_n)))
+            return e.op(SpvOp.IAdd, e.i32, n0, e.op(SpvOp.IAdd, e.i32, e.op(
+                SpvOp.IMul, e.i32, tx, e.i32c(t.rn)), e.i32c(s)))
+        batch = delinearize(iface, batch_id, c.batch) if c.batch else {}
+        accs = [[e.local(acc_t) for _ in range(t.rn)] for _ in range(t.rm)]
+        for row in accs:
+            for var in row:
+                e.store(var, zero)
+        k_tiles = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, k_size, e.i32c(t.tk - 1)),
+                       e.i32c(t.tk))
+        n_dims = len(ranges)
+        outer_k: dict[int, int] = {}   # indices of the outer reduction loops (convolutions)
+
+        def loops_at(m_index: int, n_index: int, k_index: int) -> list[int]:
+            loops = [e.i32c(0)] * n_dims
+            for d, v in batch.items():
+                loops[d] = v
+            loops[c.m], loops[c.n], loops[c.k] = m_index, n_index, k_index
+            for d, v in outer_k.items():
+                loops[d] = v
+            return loops
+
+        def below(index: int, limit: int) -> int:
+            """min(index, limit - 1): an index clamped into its dimension."""
+            return e.glsl(e.i32, GLSLstd450.SMin, index, e.op(SpvOp.ISub, e.i32, limit,
+                                                              e.i32c(1)))
+
+        def stage(which: int, shared: int, rows: int, along_m: bool, k0: int) -> None:
+            """Copy a TK x rows tile of A (rows along m) or B (along n) into shared memory."""
+            origin, limit = (m0, m_size) if along_m else (n0, n_size)
+            for step in range(t.tk * rows // t.invocations):
+                slot = e.op(SpvOp.IAdd, e.i32, local_i, e.i32c(step * t.invocations))
+                kk = e.op(SpvOp.SDiv, e.i32, slot, e.i32c(rows))
+                rr = e.op(SpvOp.SMod, e.i32, slot, e.i32c(rows))
+                gk = e.op(SpvOp.IAdd, e.i32, k0, kk)
+                gr = e.op(SpvOp.IAdd, e.i32, origin, rr)
+                inside = e.and_(e.op(SpvOp.SLessThan, e.bool, gk, k_size),
+                                e.op(SpvOp.SLessThan, e.bool, gr, limit))
+                # Clamped indices keep the load in bounds; the select zero-fills the edge.
+                ck = below(gk, k_size)
+                cr = below(gr, limit)
+                loops = loops_at(cr, e.i32c(0), ck) if along_m else loops_at(e.i32c(0), cr, ck)
+                value = e.select(acc_t, inside, self._loaded(which, loops), zero)
+                e.store(shared_pointer(iface, shared, acc_t, slot), value)
+
+        mul_op = SpvOp.FMul if c.acc_type == "f32" else SpvOp.IMul
+        add_op = SpvOp.FAdd if c.acc_type == "f32" else SpvOp.IAdd
+
+        def k_tile(kt: int) -> None:
+            k0 = e.op(SpvOp.IMul, e.i32, kt, e.i32c(t.tk))
+            stage(c.a, shared_a, t.tm, True, k0)
+            stage(c.b, shared_b, t.tn, False, k0)
+            barrier(iface)
+            current = [[e.load(acc_t, var) for var in row] for row in accs]
+            a_base = e.op(SpvOp.IMul, e.i32, ty, e.i32c(t.rm))
+            b_base = e.op(SpvOp.IMul, e.i32, tx, e.i32c(t.rn))
+            for kk in range(t.tk):
+                a_vals = [e.load(acc_t, shared_pointer(iface, shared_a, acc_t, e.op(
+                    SpvOp.IAdd, e.i32, a_base, e.i32c(kk * t.tm + r)))) for r in range(t.rm)]
+                b_vals = [e.load(acc_t, shared_pointer(iface, shared_b, acc_t, e.op(
+                    SpvOp.IAdd, e.i32, b_base, e.i32c(kk * t.tn + s)))) for s in range(t.rn)]
+                current = [[e.op(add_op, acc_t, current[r][s], e.op(mul_op, acc_t, a_vals[r],
+                                                                     b_vals[s]))
+                            for s in range(t.rn)] for r in range(t.rm)]
+            for r in range(t.rm):
+                for s in range(t.rn):
+                    e.store(accs[r][s], current[r][s])
+            barrier(iface)
+        def direct() -> None:
+            """No shared memory: each invocation reads its rows of A and columns of B straight
+            from the buffers (clamped at the edges; those results are never stored)."""
+            rows = [below(row_of(r), m_size)
+                    for r in range(t.rm)]
+            cols = [below(col_of(s), n_size)
+                    for s in range(t.rn)]
+
+            def k_step(kk: int) -> None:
+                current = [[e.load(acc_t, var) for var in row] for row in accs]
+                a_vals = [self._loaded(c.a, loops_at(rows[r], e.i32c(0), kk))
+                          for r in range(t.rm)]
+                b_vals = [self._loaded(c.b, loops_at(e.i32c(0), cols[s], kk))
+                          for s in range(t.rn)]
+                for r in range(t.rm):
+                    for s in range(t.rn):
+                        e.store(accs[r][s], e.op(add_op, acc_t, current[r][s],
+                                                 e.op(mul_op, acc_t, a_vals[r], b_vals[s])))
+            def nest(level: int) -> None:
+                if level == len(c.ks) - 1:
+                    emit_loop(e, k_size, k_step)
+                    return
+                d = c.ks[level]
+
+                def inner(i: int) -> None:
+                    outer_k[d] = i
+                    nest(level + 1)
+                emit_loop(e, iface.extent(ranges[d]), inner)
+            nest(0)
+
+        def direct_vector() -> None:
+            """The direct variant with 4-word loads: A[row, k..k+3] and B[k, 4 columns]."""
+            rows = [below(row_of(r), m_size)
+                    for r in range(t.rm)]
+            blocks = [e.glsl(e.i32, GLSLstd450.SMin, col_of(4 * q),
+                              e.op(SpvOp.ISub, e.i32, n_size, e.i32c(4)))
+                      for q in range(t.rn // 4)]
+            a_op, b_op = kernel.inputs[c.a], kernel.inputs[c.b]
+
+            def k_step(step: int) -> None:
+                kk = e.op(SpvOp.IMul, e.i32, step, e.i32c(4))
+                current = [[e.load(acc_t, var) for var in row] for row in accs]
+                a_vals = [iface.load_vector4(a_op, iface.operand_offset(
+                    a_op, loops_at(rows[r], e.i32c(0), kk)), acc_t) for r in range(t.rm)]
+                for j in range(4):
+                    k_j = e.op(SpvOp.IAdd, e.i32, kk, e.i32c(j))
+                    b_vals = []
+                    for q in range(t.rn // 4):
+                        b_vals += iface.load_vector4(b_op, iface.operand_offset(
+                            b_op, loops_at(e.i32c(0), blocks[q], k_j)), acc_t)
+                    for r in range(t.rm):
+                        for s in range(t.rn):
+                            current[r][s] = e.op(add_op, acc_t, current[r][s], e.op(
+                                mul_op, acc_t, a_vals[r][j], b_vals[s]))
+                for r in range(t.rm):
+                    for s in range(t.rn):
+                        e.store(accs[r][s], current[r][s])
+            emit_loop(e, e.op(SpvOp.SDiv, e.i32, k_size, e.i32c(4)), k_step)
+        def direct_broadcast() -> None:
+            """The direct variant sharing A through the subgroup: per block of `lanes` k
+            values, lane j loads A[row, k0 + j] for each of its RM rows (one load per row
+            instead of `lanes`), and OpGroupNonUniformBroadcast hands every lane each k's
+            value; B is read per lane and k. Leftover k values run as in `direct`."""
+            iface.e.b.capability(Capability.GroupNonUniform)
+            iface.e.b.capability(Capability.GroupNonUniformBallot)
+            lanes = threads_n
+            rows = [below(row_of(r), m_size)
+                    for r in range(t.rm)]
+            cols = [below(col_of(s), n_size)
+                    for s in range(t.rn)]
+            full = e.op(SpvOp.SDiv, e.i32, k_size, e.i32c(lanes))
+
+            def block(kb: int) -> None:
+                k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(lanes))
+                own = [self._loaded(c.a, loops_at(rows[r], e.i32c(0),
+                                                  e.op(SpvOp.IAdd, e.i32, k0, tx)))
+                       for r in range(t.rm)]
+                current = [[e.load(acc_t, var) for var in row] for row in accs]
+                for j in range(lanes):
+                    k_j = e.op(SpvOp.IAdd, e.i32, k0, e.i32c(j))
+                    b_vals = [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
+                              for s in range(t.rn)]
+                    for r in range(t.rm):
+                        a = e.op(SpvOp.GroupNonUniformBroadcast, acc_t, e.u32c(Scope.Subgroup),
+                                 own[r], e.u32c(j))
+                        for s in range(t.rn):
+                            current[r][s] = e.op(add_op, acc_t, current[r][s],
+                                                 e.op(mul_op, acc_t, a, b_vals[s]))
+                for r in range(t.rm):
+                    for s in range(t.rn):
+                        e.store(accs[r][s], current[r][s])
+            emit_loop(e, full, block)
+            done = e.op(SpvOp.IMul, e.i32, full, e.i32c(lanes))
+
+            def tail(i: int) -> None:
+                kk = e.op(SpvOp.IAdd, e.i32, done, i)
+                current = [[e.load(acc_t, var) for var in row] for row in accs]
+                a_vals = [self._loaded(c.a, loops_at(rows[r], e.i32c(0), kk))
+                          for r in range(t.rm)]
+                b_vals = [self._loaded(c.b, loops_at(e.i32c(0), cols[s], kk))
+                          for s in range(t.rn)]
+                for r in range(t.rm):
+                    for s in range(t.rn):
+                        e.store(accs[r][s], e.op(add_op, acc_t, current[r][s],
+                                                 e.op(mul_op, acc_t, a_vals[r], b_vals[s])))
+            emit_loop(e, e.op(SpvOp.ISub, e.i32, k_size, done), tail)
+
+        if t.broadcast:
+            direct_broadcast()
+        elif t.vector:
+            direct_vector()
+        elif not t.shared:
+            direct()
+        else:
+            emit_loop(e, k_tiles, k_tile)
+        output = kernel.outputs[0]
+        for r in range(t.rm):
+            for s in range(t.rn):
+                gm, gn = row_of(r), col_of(s)
+                inside = e.and_(e.op(SpvOp.SLessThan, e.bool, gm, m_size),
+                                e.op(SpvOp.SLessThan, e.bool, gn, n_size))
+
+                def store(gm: int = gm, gn: int = gn, var: int = accs[r][s]) -> None:
+                    offset = iface.operand_offset(output, loops_at(gm, gn, e.i32c(0)))
+                    total = e.op(add_op, acc_t, iface.load(output, offset), e.load(acc_t, var))
+                    iface.store(output, offset, total)
+                emit_if(e, inside, store)
+        e.op_void(SpvOp.Return)
+        code = iface.finish()
+        grid = Grid(GridAxis((c.n,), t.tn), GridAxis((c.m,), t.tm), GridAxis(c.batch))
+        if t.broadcast:
+            return iface.result(code, grid, {"subgroup_size": t.invocations})
+        if not t.shared:
+            return iface.result(code, grid)
+        return iface.result(code, grid, {"shared_memory_bytes": 4 * t.tk * (t.tm + t.tn)})

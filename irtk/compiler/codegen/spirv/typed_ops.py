@@ -1,0 +1,583 @@
+"""Body ops on every kernel scalar type, in 32-bit registers where the device lacks the type.
+
+Register classes: i1 is a SPIR-V bool; i4, i8, i16, i32 and index live in i32 registers,
+always sign-extended from their width (the canonical form: every op that produces a narrow
+integer wraps its result back to it, and unsigned ops first zero-extend their operands); f16,
+bf16 and the f8/f4 types live in f32 registers holding exactly representable values (every op
+producing one rounds to the type, float_formats.py); i64 and f64 use the device's native 64-bit
+types where the profile offers them; otherwise i64 is emulated as a uvec2
+(int64_emulation.py) and f64 is refused, naming the feature.
+
+Ops on the i32/f32 classes reuse `scalar_ops.OPS`; this module adds what depends on the width:
+conversions between types, bitcasts through bit patterns, constants, and the 64-bit ops.
+"""
+from __future__ import annotations
+
+import math
+
+from spirv.tables import GLSLstd450, Op as SpvOp
+
+from irtk.compiler.kernel import Op
+from irtk.errors import CompileError
+
+from .emitter import Emitter
+from . import int64_emulation as i64e
+from .float_formats import FORMATS, decode, encode, round_to
+from .scalar_ops import OpCall, emit_op
+
+INT_WIDTH = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "index": 32, "i64": 64}
+FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+               **{name: FORMATS[name].width for name in FORMATS if name[:2] in ("f8", "f4")}}
+# Ops that read their integer operands as unsigned numbers.
+_UNSIGNED = frozenset({"arith.divui", "arith.remui", "arith.shrui", "arith.maxui",
+                       "arith.minui", "arith.uitofp", "arith.ceildivui", "math.ctlz",
+                       "math.cttz", "math.ctpop"})
+_UNSIGNED_PREDICATES = frozenset({"ult", "ule", "ugt", "uge"})
+
+
+def register_class(kind: str) -> str:
+    """"i1", "i32", "i64", "f32" or "f64": the register a kernel type computes in."""
+    if kind == "i1":
+        return "i1"
+    if kind in INT_WIDTH:
+        return "i64" if kind == "i64" else "i32"
+    if kind == "f64":
+        return "f64"
+    if kind in FLOAT_WIDTH:
+        return "f32"
+    raise CompileError(f"vulkan-spirv: scalar type '{kind}' is not supported")
+
+
+def is_float(kind: str) -> bool:
+    return kind in FLOAT_WIDTH
+
+
+def wrap(e: Emitter, value: int, kind: str) -> int:
+    """An i32 register value brought to the canonical form of the narrow integer `kind`."""
+    width = INT_WIDTH.get(kind, 32)
+    if width >= 32 or kind == "i1":
+        return value
+    shift = e.i32c(32 - width)
+    return e.op(SpvOp.ShiftRightArithmetic, e.i32,
+                e.op(SpvOp.ShiftLeftLogical, e.i32, value, shift), shift)
+
+
+def zero_extend(e: Emitter, value: int, kind: str) -> int:
+    """The unsigned reading of a canonical narrow integer, in an i32 register."""
+    width = INT_WIDTH.get(kind, 32)
+    if width >= 32 or kind == "i1":
+        return value
+    return e.op(SpvOp.BitwiseAnd, e.i32, value, e.i32c((1 << width) - 1))
+
+
+def round_float(e: Emitter, value: int, kind: str) -> int:
+    """An f32 register value rounded to the narrow float `kind` (f32 itself unchanged)."""
+    return round_to(e, FORMATS[kind], value) if kind in FORMATS else value
+
+
+def float_bits(e: Emitter, value: int, kind: str) -> int:
+    """The storage bits of a float register value, as u32 (f32: its bits)."""
+    if kind in FORMATS:
+        return encode(e, FORMATS[kind], value)
+    return e.f32_bits(value)
+
+
+def float_from_bits(e: Emitter, bits: int, kind: str) -> int:
+    """A float register value from its storage bits (u32)."""
+    if kind in FORMATS:
+        return decode(e, FORMATS[kind], bits)
+    return e.op(SpvOp.Bitcast, e.f32, bits)
+
+
+def constant(e: Emitter, kind: str, op: Op) -> int:
+    if kind == "i64" and e.emulate_i64:
+        return i64e.constant(e, op.int_value)
+    if kind == "i64":
+        value = op.int_value & ((1 << 64) - 1)
+        return e.b.constant(e.i64, value - (1 << 64) if value >> 63 else value)
+    if kind == "f64":
+        return e.b.constant(e.f64, float(op.float_value))
+    if is_float(kind):
+        return round_float(e, e.f32c(op.float_value), kind)
+    if kind == "i1":
+        return e.boolc(bool(op.int_value & 1))
+    width = INT_WIDTH[kind]
+    value = op.int_value & ((1 << width) - 1)
+    if value >> (width - 1):
+        value -= 1 << width
+    return e.i32c(value)
+
+
+def emit_typed(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Emit an arith/math body op on any scalar types (see the module docstring)."""
+    result = op.result_type
+    classes = [register_class(t) for t in types]
+    result_class = register_class(result)
+    if op.name == "arith.constant":
+        return constant(e, result, op)
+    if op.name in _CONVERSIONS:
+        return _CONVERSIONS[op.name](e, op, args[0], types[0], result)
+    if "i64" in classes or "f64" in classes or result_class in ("i64", "f64"):
+        return _emit_wide(e, op, args, types)
+    if op.name == "arith.select":
+        return e.select(e.scalar_type(result), *args)
+    if op.name in _EXTRA:
+        value = _EXTRA[op.name](e, op, args, types)
+        return wrap(e, value, result) if result_class == "i32" else round_float(e, value, result)
+    unsigned = op.name in _UNSIGNED or (op.name == "arith.cmpi"
+                                        and op.predicate in _UNSIGNED_PREDICATES)
+    if unsigned:
+        args = [zero_extend(e, a, t) for a, t in zip(args, types)]
+    value = emit_op(e, OpCall(op_with_type(op, result_class), args, classes, _no_index))
+    if result_class == "i32":
+        return wrap(e, value, result)
+    if result_class == "f32":
+        return round_float(e, value, result)
+    return value
+
+
+def op_with_type(op: Op, result_class: str) -> Op:
+    if op.result_type == result_class:
+        return op
+    return Op(op.name, op.operands, result_class, op.predicate, op.int_value, op.float_value)
+
+
+def _no_index(dim: int) -> int:
+    raise CompileError("vulkan-spirv: internal error: linalg.index reached the scalar op table")
+
+
+# --- conversions -------------------------------------------------------------------------------
+
+def _int_to_int(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    if src == dst:
+        return x
+    unsigned = op.name in ("arith.extui", "arith.index_castui")
+    if e.emulate_i64 and "i64" in (src, dst):
+        return _int_to_int_emulated(e, unsigned, x, src, dst)
+    if src == "i1":
+        if dst == "i64":
+            return e.select(e.i64, x, e.b.constant(e.i64, 1 if unsigned else -1),
+                            e.b.constant(e.i64, 0))
+        return e.select(e.i32, x, e.i32c(1 if unsigned else -1), e.i32c(0))
+    if dst == "i1":
+        low = x if src != "i64" else e.op(SpvOp.SConvert, e.i32, x)
+        return e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, e.i32, low, e.i32c(1)),
+                    e.i32c(0))
+    widening = INT_WIDTH[dst] > INT_WIDTH[src]
+    if src == "i64":
+        return wrap(e, e.op(SpvOp.SConvert, e.i32, x), dst)
+    if dst == "i64":
+        if unsigned and widening:
+            wide = e.op(SpvOp.UConvert, e.u64, e.op(SpvOp.Bitcast, e.u32, zero_extend(e, x, src)))
+            return e.op(SpvOp.Bitcast, e.i64, wide)
+        return e.op(SpvOp.SConvert, e.i64, x)
+    if unsigned and widening:
+        return zero_extend(e, x, src)
+    return wrap(e, x, dst)
+
+
+def _int_to_int_emulated(e: Emitter, unsigned: bool, x: int, src: str, dst: str) -> int:
+    if src == "i64":
+        if dst == "i1":
+            return e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, e.u32, i64e.low(e, x),
+                                                      e.u32c(1)), e.u32c(0))
+        return wrap(e, i64e.to_i32(e, x), dst)
+    if src == "i1":
+        return i64e.select(e, x, i64e.constant(e, 1 if unsigned else -1), i64e.constant(e, 0))
+    if unsigned:
+        return i64e.from_i32(e, zero_extend(e, x, src), signed=False)
+    return i64e.from_i32(e, x, signed=True)
+
+
+def _int_cast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    if not (src in INT_WIDTH and dst in INT_WIDTH):
+        raise CompileError(f"vulkan-spirv: {op.name} from {src} to {dst} is not an integer cast")
+    return _int_to_int(e, op, x, src, dst)
+
+
+def _float_cast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    if not (is_float(src) and is_float(dst)):
+        raise CompileError(f"vulkan-spirv: {op.name} from {src} to {dst} is not a float cast")
+    if src == dst:
+        return x
+    if dst == "f64":
+        return e.op(SpvOp.FConvert, e.f64, x)
+    if src == "f64":
+        x = e.op(SpvOp.FConvert, e.f32, x)
+    return round_float(e, x, dst)
+
+
+def _int_to_float(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    signed = op.name == "arith.sitofp"
+    if src == "i1":
+        one = 1.0 if not signed else -1.0
+        if dst == "f64":
+            return e.select(e.f64, x, e.b.constant(e.f64, one), e.b.constant(e.f64, 0.0))
+        return round_float(e, e.select(e.f32, x, e.f32c(one), e.f32c(0.0)), dst)
+    if src == "i64" and e.emulate_i64:
+        if dst == "f64":
+            raise CompileError("vulkan-spirv: i64 -> f64 conversion needs shaderInt64")
+        return round_float(e, i64e.to_float(e, x, signed), dst)
+    target = e.f64 if dst == "f64" else e.f32
+    if src == "i64":
+        source = x if signed else e.op(SpvOp.Bitcast, e.u64, x)
+    else:
+        source = x if signed else e.op(SpvOp.Bitcast, e.u32, zero_extend(e, x, src))
+    value = e.op(SpvOp.ConvertSToF if signed else SpvOp.ConvertUToF, target, source)
+    return value if dst == "f64" else round_float(e, value, dst)
+
+
+def _float_to_int(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    """Saturating to the destination's range; NaN gives 0."""
+    signed = op.name == "arith.fptosi"
+    width = INT_WIDTH[dst]
+    if dst == "i1":
+        width = 1
+    lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+    if dst == "i1" and signed:
+        lo, hi = -1, 0
+    wide = src == "f64"
+    ftype = e.f64 if wide else e.f32
+
+    def fc(v: float) -> int:
+        return e.b.constant(e.f64, v) if wide else e.f32c(v)
+    nan = e.op(SpvOp.FUnordNotEqual, e.bool, x, x) if wide else e.is_nan(x)
+    # hi + 1 is a power of two, exact in every float type; values >= it saturate.
+    too_big = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, fc(float(hi + 1)))
+    too_small = e.op(SpvOp.FOrdLessThan, e.bool, x, fc(float(lo)))
+    in_range = e.not_(e.or_(too_big, too_small, nan))
+    safe = e.select(ftype, in_range, x, fc(0.0))
+    if dst == "i1":
+        int_value = e.op(SpvOp.ConvertFToS, e.i32, safe)
+        int_value = e.select(e.i32, too_big, e.i32c(hi), e.select(e.i32, too_small, e.i32c(lo),
+                                                                  int_value))
+        return e.op(SpvOp.INotEqual, e.bool, int_value, e.i32c(0))
+    if dst == "i64" and e.emulate_i64:
+        if wide:
+            raise CompileError("vulkan-spirv: f64 -> i64 conversion needs shaderInt64")
+        return i64e.from_float(e, x, signed)
+    if dst == "i64":
+        i64 = e.i64
+        conv = (e.op(SpvOp.ConvertFToS, i64, safe) if signed else
+                e.op(SpvOp.Bitcast, i64, e.op(SpvOp.ConvertFToU, e.u64, safe)))
+        c_hi, c_lo = (e.b.constant(i64, hi if signed else -1), e.b.constant(i64, lo))
+        return e.select(i64, too_big, c_hi, e.select(i64, too_small, c_lo, conv))
+    if signed:
+        conv = e.op(SpvOp.ConvertFToS, e.i32, safe)
+    else:
+        conv = e.op(SpvOp.Bitcast, e.i32, e.op(SpvOp.ConvertFToU, e.u32, safe))
+    value = e.select(e.i32, too_big, e.i32c(hi), e.select(e.i32, too_small, e.i32c(lo), conv))
+    return wrap(e, value, dst)
+
+
+def _bitcast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
+    if src == dst:
+        return x
+    if register_class(src) in ("i64", "f64") or register_class(dst) in ("i64", "f64"):
+        if e.emulate_i64:
+            raise CompileError(f"vulkan-spirv: bitcast {src} -> {dst} needs shaderInt64")
+        return e.op(SpvOp.Bitcast, e.scalar_type(dst), x)
+    if is_float(src) and is_float(dst):
+        return float_from_bits(e, float_bits(e, x, src), dst)
+    if is_float(src):
+        return wrap(e, e.op(SpvOp.Bitcast, e.i32, float_bits(e, x, src)), dst)
+    if src == "i1" or dst == "i1":
+        return x
+    bits = e.op(SpvOp.Bitcast, e.u32, zero_extend(e, x, src))
+    if is_float(dst):
+        return float_from_bits(e, bits, dst)
+    return wrap(e, x, dst)
+
+
+_CONVERSIONS = {
+    "arith.extsi": _int_cast, "arith.extui": _int_cast, "arith.trunci": _int_cast,
+    "arith.index_cast": _int_cast, "arith.index_castui": _int_cast,
+    "arith.extf": _float_cast, "arith.truncf": _float_cast,
+    "arith.sitofp": _int_to_float, "arith.uitofp": _int_to_float,
+    "arith.fptosi": _float_to_int, "arith.fptoui": _float_to_int,
+    "arith.bitcast": _bitcast,
+}
+
+
+# --- ops the f32/i32 table lacks ---------------------------------------------------------------
+
+def _f(e: Emitter, inst: GLSLstd450, *args: int) -> int:
+    return e.glsl(e.f32, inst, *args)
+
+
+def _expm1(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Kahan's expm1: (u - 1) * x / log(u) with u = exp(x), exact near 0."""
+    x = args[0]
+    u = _f(e, GLSLstd450.Exp, x)
+    um1 = e.op(SpvOp.FSub, e.f32, u, e.f32c(1.0))
+    ratio = e.op(SpvOp.FDiv, e.f32, e.op(SpvOp.FMul, e.f32, um1, x), _f(e, GLSLstd450.Log, u))
+    near_zero = e.op(SpvOp.FOrdLessThan, e.bool, _f(e, GLSLstd450.FAbs, x), e.f32c(1e-5))
+    small = e.op(SpvOp.FAdd, e.f32, x, e.op(SpvOp.FMul, e.f32, e.f32c(0.5),
+                                             e.op(SpvOp.FMul, e.f32, x, x)))
+    result = e.select(e.f32, near_zero, small, ratio)
+    result = e.select(e.f32, e.op(SpvOp.FOrdGreaterThan, e.bool, x, e.f32c(88.0)),
+                      e.f32c(math.inf), result)
+    result = e.select(e.f32, e.op(SpvOp.FOrdLessThan, e.bool, x, e.f32c(-20.0)),
+                      e.f32c(-1.0), result)
+    return e.select(e.f32, e.is_nan(x), x, result)
+
+
+def _log_of(e: Emitter, x: int, inst: GLSLstd450 = GLSLstd450.Log) -> int:
+    return emit_op(e, OpCall(Op("math.log2" if inst == GLSLstd450.Log2 else "math.log", (0,),
+                                "f32"), [x], ["f32"], _no_index))
+
+
+def _log1p(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Kahan's log1p: log(u) * x / (u - 1) with u = 1 + x, exact near 0."""
+    x = args[0]
+    u = e.op(SpvOp.FAdd, e.f32, x, e.f32c(1.0))
+    logu = _log_of(e, u)
+    um1 = e.op(SpvOp.FSub, e.f32, u, e.f32c(1.0))
+    exact = e.op(SpvOp.FOrdEqual, e.bool, um1, e.f32c(0.0))
+    ratio = e.op(SpvOp.FDiv, e.f32, e.op(SpvOp.FMul, e.f32, logu, x), um1)
+    finite_u = e.and_(e.is_finite(u), e.op(SpvOp.FOrdGreaterThan, e.bool, u, e.f32c(0.0)))
+    return e.select(e.f32, exact, x, e.select(e.f32, finite_u, ratio, logu))
+
+
+def _log10(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    return e.op(SpvOp.FMul, e.f32, _log_of(e, args[0], GLSLstd450.Log2),
+                e.f32c(math.log10(2.0)))
+
+
+def _unary(inst: GLSLstd450):
+    return lambda e, op, args, types: _f(e, inst, args[0])
+
+
+def _atan2(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    y, x = args
+    return _f(e, GLSLstd450.Atan2, y, x)
+
+
+def _erf(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), odd extension."""
+    x = args[0]
+    ax = _f(e, GLSLstd450.FAbs, x)
+    t = e.op(SpvOp.FDiv, e.f32, e.f32c(1.0),
+             e.op(SpvOp.FAdd, e.f32, e.f32c(1.0), e.op(SpvOp.FMul, e.f32, e.f32c(0.3275911), ax)))
+    poly = e.f32c(1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly = e.op(SpvOp.FAdd, e.f32, e.op(SpvOp.FMul, e.f32, poly, t), e.f32c(c))
+    poly = e.op(SpvOp.FMul, e.f32, poly, t)
+    decay = _f(e, GLSLstd450.Exp, e.op(SpvOp.FNegate, e.f32, e.op(SpvOp.FMul, e.f32, ax, ax)))
+    magnitude = e.op(SpvOp.FSub, e.f32, e.f32c(1.0), e.op(SpvOp.FMul, e.f32, poly, decay))
+    result = emit_op(e, OpCall(Op("math.copysign", (0, 1), "f32"), [magnitude, x],
+                               ["f32", "f32"], _no_index))
+    return e.select(e.f32, e.is_nan(x), x, result)
+
+
+def _round(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Half away from zero: trunc(x) plus sign(x) when |x - trunc(x)| >= 0.5 (exact)."""
+    x = args[0]
+    t = _f(e, GLSLstd450.Trunc, x)
+    frac = _f(e, GLSLstd450.FAbs, e.op(SpvOp.FSub, e.f32, x, t))
+    up = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, frac, e.f32c(0.5))
+    bumped = e.op(SpvOp.FAdd, e.f32, t, _f(e, GLSLstd450.FSign, x))
+    return e.select(e.f32, e.and_(up, e.is_finite(x)), bumped, t)
+
+
+def _fpowi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    y = e.op(SpvOp.ConvertSToF, e.f32, args[1])
+    return emit_op(e, OpCall(Op("math.powf", (0, 1), "f32"), [args[0], y], ["f32", "f32"],
+                             _no_index))
+
+
+def _ipowi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """Square-and-multiply over the exponent's bits; negative exponents give 1 / x^n
+    truncated: 1 for x = 1, +-1 for x = -1, 0 otherwise (0 for x = 0 too)."""
+    x, n = args
+    i32 = e.i32
+    result, base = e.i32c(1), x
+    width = INT_WIDTH[types[1]]
+    for bit in range(min(width, 32) - 1):
+        on = e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, i32, n, e.i32c(1 << bit)),
+                  e.i32c(0))
+        result = e.select(i32, on, e.op(SpvOp.IMul, i32, result, base), result)
+        base = e.op(SpvOp.IMul, i32, base, base)
+    negative = e.op(SpvOp.SLessThan, e.bool, n, e.i32c(0))
+    odd = e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, i32, n, e.i32c(1)), e.i32c(0))
+    minus_one = e.op(SpvOp.IEqual, e.bool, x, e.i32c(-1))
+    one = e.op(SpvOp.IEqual, e.bool, x, e.i32c(1))
+    negative_result = e.select(i32, one, e.i32c(1), e.select(
+        i32, minus_one, e.select(i32, odd, e.i32c(-1), e.i32c(1)), e.i32c(0)))
+    return e.select(i32, negative, negative_result, result)
+
+
+def _divide(e: Emitter, name: str, a: int, b: int) -> int:
+    return emit_op(e, OpCall(Op(name, (0, 1), "i32"), [a, b], ["i32", "i32"], _no_index))
+
+
+def _ceildivsi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    a, b = args
+    q, r = _divide(e, "arith.divsi", a, b), _divide(e, "arith.remsi", a, b)
+    same_sign = e.op(SpvOp.LogicalEqual, e.bool, e.op(SpvOp.SLessThan, e.bool, a, e.i32c(0)),
+                     e.op(SpvOp.SLessThan, e.bool, b, e.i32c(0)))
+    bump = e.and_(e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)), same_sign)
+    return e.select(e.i32, bump, e.op(SpvOp.IAdd, e.i32, q, e.i32c(1)), q)
+
+
+def _floordivsi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    a, b = args
+    q, r = _divide(e, "arith.divsi", a, b), _divide(e, "arith.remsi", a, b)
+    differ = e.op(SpvOp.LogicalNotEqual, e.bool, e.op(SpvOp.SLessThan, e.bool, a, e.i32c(0)),
+                  e.op(SpvOp.SLessThan, e.bool, b, e.i32c(0)))
+    bump = e.and_(e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)), differ)
+    return e.select(e.i32, bump, e.op(SpvOp.ISub, e.i32, q, e.i32c(1)), q)
+
+
+def _ceildivui(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    a, b = (zero_extend(e, v, t) for v, t in zip(args, types))
+    q, r = _divide(e, "arith.divui", a, b), _divide(e, "arith.remui", a, b)
+    return e.select(e.i32, e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)),
+                    e.op(SpvOp.IAdd, e.i32, q, e.i32c(1)), q)
+
+
+def _bit_count(kind: str):
+    def emit(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+        x = zero_extend(e, args[0], types[0])
+        width = INT_WIDTH[types[0]]
+        if kind == "ctpop":
+            return e.op(SpvOp.BitCount, e.i32, x)
+        zero = e.op(SpvOp.IEqual, e.bool, x, e.i32c(0))
+        if kind == "cttz":
+            return e.select(e.i32, zero, e.i32c(width), e.glsl(e.i32, GLSLstd450.FindILsb, x))
+        msb = e.glsl(e.i32, GLSLstd450.FindUMsb, e.op(SpvOp.Bitcast, e.u32, x))
+        msb = e.op(SpvOp.Bitcast, e.i32, msb)
+        return e.select(e.i32, zero, e.i32c(width),
+                        e.op(SpvOp.ISub, e.i32, e.i32c(width - 1), msb))
+    return emit
+
+
+_EXTRA = {
+    "math.expm1": _expm1, "math.log1p": _log1p, "math.log10": _log10,
+    "math.sin": _unary(GLSLstd450.Sin), "math.cos": _unary(GLSLstd450.Cos),
+    "math.tan": _unary(GLSLstd450.Tan), "math.atan": _unary(GLSLstd450.Atan),
+    "math.atan2": _atan2, "math.erf": _erf, "math.round": _round, "math.fpowi": _fpowi,
+    "math.ipowi": _ipowi, "arith.ceildivsi": _ceildivsi, "arith.ceildivui": _ceildivui,
+    "arith.floordivsi": _floordivsi, "math.ctlz": _bit_count("ctlz"),
+    "math.cttz": _bit_count("cttz"), "math.ctpop": _bit_count("ctpop"),
+}
+
+
+# --- native 64-bit ops -------------------------------------------------------------------------
+
+def _emit_wide(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    """i64 and f64 ops on the device's native 64-bit types."""
+    name, kind = op.name, op.result_type
+    if name == "arith.select":
+        if kind == "i64" and e.emulate_i64:
+            return i64e.select(e, *args)
+        return e.select(e.scalar_type(kind), *args)
+    if types and types[0] == "i64" and e.emulate_i64:
+        return i64e.emit(e, op, args)
+    if types and types[0] == "i64":
+        return _emit_i64(e, op, args)
+    if types and types[0] == "f64":
+        return _emit_f64(e, op, args)
+    raise CompileError(f"vulkan-spirv: '{name}' on ({', '.join(types)}) -> {kind} is not "
+                       "supported")
+
+
+_I64_BINARY = {"arith.addi": SpvOp.IAdd, "arith.subi": SpvOp.ISub, "arith.muli": SpvOp.IMul,
+               "arith.andi": SpvOp.BitwiseAnd, "arith.ori": SpvOp.BitwiseOr,
+               "arith.xori": SpvOp.BitwiseXor}
+_I64_COMPARE = {"eq": SpvOp.IEqual, "ne": SpvOp.INotEqual, "slt": SpvOp.SLessThan,
+                "sle": SpvOp.SLessThanEqual, "sgt": SpvOp.SGreaterThan,
+                "sge": SpvOp.SGreaterThanEqual, "ult": SpvOp.ULessThan,
+                "ule": SpvOp.ULessThanEqual, "ugt": SpvOp.UGreaterThan,
+                "uge": SpvOp.UGreaterThanEqual}
+
+
+def _emit_i64(e: Emitter, op: Op, args: list[int]) -> int:
+    i64, name = e.i64, op.name
+
+    def c(v: int) -> int:
+        return e.b.constant(i64, v)
+    if name in _I64_BINARY:
+        return e.op(_I64_BINARY[name], i64, *args)
+    if name == "arith.cmpi":
+        return e.op(_I64_COMPARE[op.predicate], e.bool, *args)
+    if name in ("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"):
+        pred = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt",
+                "arith.minui": "ult"}[name]
+        return e.select(i64, e.op(_I64_COMPARE[pred], e.bool, *args), *args)
+    if name in ("arith.divsi", "arith.remsi", "arith.divui", "arith.remui"):
+        a, b = args
+        by_zero = e.op(SpvOp.IEqual, e.bool, b, c(0))
+        unsafe = by_zero
+        if name in ("arith.divsi", "arith.remsi"):
+            unsafe = e.or_(by_zero, e.and_(e.op(SpvOp.IEqual, e.bool, a, c(-(1 << 63))),
+                                           e.op(SpvOp.IEqual, e.bool, b, c(-1))))
+            divisor = e.select(i64, unsafe, c(1), b)
+            value = e.op(SpvOp.SDiv if name == "arith.divsi" else SpvOp.SRem, i64, a, divisor)
+        else:
+            divisor = e.op(SpvOp.Bitcast, e.u64, e.select(i64, unsafe, c(1), b))
+            value = e.op(SpvOp.Bitcast, i64, e.op(
+                SpvOp.UDiv if name == "arith.divui" else SpvOp.UMod, e.u64,
+                e.op(SpvOp.Bitcast, e.u64, a), divisor))
+        return e.select(i64, by_zero, c(0), value)
+    if name in ("arith.shli", "arith.shrui", "arith.shrsi"):
+        a, b = args
+        too_far = e.op(SpvOp.UGreaterThanEqual, e.bool, e.op(SpvOp.Bitcast, e.u64, b),
+                       e.b.constant(e.u64, 64))
+        amount = e.op(SpvOp.BitwiseAnd, i64, b, c(63))
+        opcode = {"arith.shli": SpvOp.ShiftLeftLogical, "arith.shrui": SpvOp.ShiftRightLogical,
+                  "arith.shrsi": SpvOp.ShiftRightArithmetic}[name]
+        if name == "arith.shrsi":
+            return e.op(opcode, i64, a, e.select(i64, too_far, c(63), amount))
+        return e.select(i64, too_far, c(0), e.op(opcode, i64, a, amount))
+    if name == "math.absi":
+        return e.select(i64, e.op(SpvOp.SLessThan, e.bool, args[0], c(0)),
+                        e.op(SpvOp.SNegate, i64, args[0]), args[0])
+    raise CompileError(f"vulkan-spirv: '{name}' on i64 is not supported")
+
+
+_F64_BINARY = {"arith.addf": SpvOp.FAdd, "arith.subf": SpvOp.FSub, "arith.mulf": SpvOp.FMul,
+               "arith.divf": SpvOp.FDiv}
+_F64_GLSL = {"math.sqrt": GLSLstd450.Sqrt, "math.absf": GLSLstd450.FAbs,
+             "math.floor": GLSLstd450.Floor, "math.ceil": GLSLstd450.Ceil,
+             "math.trunc": GLSLstd450.Trunc, "math.roundeven": GLSLstd450.RoundEven,
+             "math.rsqrt": GLSLstd450.InverseSqrt}
+
+
+def _emit_f64(e: Emitter, op: Op, args: list[int]) -> int:
+    f64, name = e.f64, op.name
+    if name in _F64_BINARY:
+        return e.op(_F64_BINARY[name], f64, *args)
+    if name == "arith.negf":
+        return e.op(SpvOp.FNegate, f64, args[0])
+    if name in _F64_GLSL:
+        return e.glsl(f64, _F64_GLSL[name], args[0])
+    if name == "math.fma":
+        return e.glsl(f64, GLSLstd450.Fma, *args)
+
+    def nan(v: int) -> int:
+        bits = e.op(SpvOp.Bitcast, e.u64, v)
+        magnitude = e.op(SpvOp.BitwiseAnd, e.u64, bits, e.b.constant(e.u64, (1 << 63) - 1))
+        return e.op(SpvOp.UGreaterThan, e.bool, magnitude, e.b.constant(e.u64, 0x7FF << 52))
+    if name in ("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf"):
+        a, b = args
+        is_max = "max" in name
+        pick_a = e.op(SpvOp.FOrdGreaterThan if is_max else SpvOp.FOrdLessThan, e.bool, a, b)
+        value = e.select(f64, pick_a, a, b)
+        if name in ("arith.maximumf", "arith.minimumf"):
+            return e.select(f64, e.or_(nan(a), nan(b)), e.op(SpvOp.FAdd, f64, a, b), value)
+        return e.select(f64, nan(a), b, e.select(f64, nan(b), a, value))
+    if name == "arith.cmpf":
+        from .scalar_ops import _FLOAT_COMPARE
+        a, b = args
+        pred = op.predicate
+        ordered = e.not_(e.or_(nan(a), nan(b)))
+        if pred in ("true", "false"):
+            return e.boolc(pred == "true")
+        if pred in ("ord", "uno"):
+            return ordered if pred == "ord" else e.not_(ordered)
+        opcode, unordered = _FLOAT_COMPARE[pred]
+        compare = e.op(opcode, e.bool, a, b)
+        return e.or_(e.not_(ordered), compare) if unordered else e.and_(ordered, compare)
+    raise CompileError(f"vulkan-spirv: '{name}' on f64 is not supported (GLSL.std.450 has no "
+                       "64-bit transcendental functions)")
