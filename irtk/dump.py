@@ -1,5 +1,8 @@
-"""`irtk dump`: what a module holds — the VM side (format version, imports, exports, bytecode,
-rodata) from the VM disassembler, then the device executables it carries, per target.
+"""`irtk dump`: what a module holds — the VM side in the VM assembly syntax (`irtk vm-dis`,
+docs/vm.md), then the device executables it carries, per target, as `//` comment lines.
+
+Large rodata segments (the executables) are elided by default; with every byte shown the whole
+dump assembles back into the module with `irtk vm-as`.
 """
 from __future__ import annotations
 
@@ -11,13 +14,14 @@ from schemas import cpu_executable as cfb
 from schemas import vulkan_executable as vfb
 
 
-def dump_module(path: str) -> str:
+def dump_module(path: str, rodata_limit: int | None = 64) -> str:
+    """The dump text; rodata segments over `rodata_limit` bytes are elided (None: none)."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise InputError(f"cannot read '{path}': {e.strerror}") from None
     from irtk.vm.disassembler import disassemble_module
-    text = disassemble_module(data)
+    text = disassemble_module(data, rodata_limit=rodata_limit)
     return text + _executables(data)
 
 
@@ -40,7 +44,7 @@ def _executables(data: bytes) -> str:
         raise
     except Exception as e:  # a mangled file: the disassembler has already verified the module
         raise VerificationError(f"cannot read the module's executables: {e}") from None
-    return ("\nexecutables:\n" + "".join(f"  {l}\n" for l in lines)) if lines else ""
+    return ("\n// executables:\n" + "".join(f"//   {l}\n" for l in lines)) if lines else ""
 
 
 def _vulkan(blob: bytes) -> list[str]:

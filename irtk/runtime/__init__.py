@@ -2,12 +2,14 @@
 
     m = irtk.runtime.load("model.vmfb", device="local-task")
     y = m.main(np.ones((4, 2), np.float32))
+    pending = m.main.async_call(x)      # a future; several may be in flight on one thread
+    y = pending.result()
 
 Never imports the compiler or a driver directly: devices come through `irtk.hal.registry`.
 """
 from irtk.runtime.abi import TensorType
 from irtk.runtime.io import format_output, format_results, parse_input
-from irtk.runtime.module import ExportedFunction, LoadedModule, load, vm_context
+from irtk.runtime.module import AsyncCall, ExportedFunction, LoadedModule, load, vm_context
 
-__all__ = ["load", "vm_context", "LoadedModule", "ExportedFunction", "TensorType",
+__all__ = ["load", "vm_context", "LoadedModule", "ExportedFunction", "AsyncCall", "TensorType",
            "parse_input", "format_output", "format_results"]

@@ -14,10 +14,12 @@ from irtk.errors import InputError, RuntimeFailure, VerificationError
 from irtk.hal import registry
 from irtk.modules.hal import HalModule
 from irtk.runtime import abi
-from irtk.vm import Context, NativeModule, load_module
+from irtk.vm import Context, Invocation, NativeModule, VMBuffer, VMList, load_module
 from irtk.vm.calling_convention import Signature
 
 ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
+# Ref arguments without an abi type that are handed to the VM unconverted.
+_PASSED_AS_IS = (hal.Fence, hal.Buffer, hal.BufferView, VMBuffer, VMList)
 
 
 def _device(device: str | hal.Device) -> hal.Device:
@@ -69,6 +71,15 @@ class ExportedFunction:
                 f"convention {self.signature.text} takes {len(banks)} arguments")
 
     def __call__(self, *args: Any) -> Any:
+        return _python_results(self.module.context.call(self.name, self._vm_args(args)))
+
+    def async_call(self, *args: Any) -> "AsyncCall":
+        """Start the call and return at once with an `AsyncCall` (a future): the call runs
+        until it finishes or waits on a fence (`hal.fence.await`), so several calls can be in
+        flight on one thread; `result()` drives them and returns what `__call__` would."""
+        return AsyncCall(self.module.context.start(self.name, self._vm_args(args)))
+
+    def _vm_args(self, args: tuple[Any, ...]) -> list[Any]:
         banks = self.signature.arg_banks()
         if len(args) != len(banks):
             raise InputError(f"{self.name}: expected {_plural(len(banks), 'argument')}, "
@@ -77,19 +88,47 @@ class ExportedFunction:
         device = self.module.device
         for i, (value, bank, expected) in enumerate(zip(args, banks, self.arg_types)):
             where = f"{self.name}: argument {i}"
-            if bank == "ref":
+            if bank == "ref" and expected is None and isinstance(value, _PASSED_AS_IS):
+                values.append(value)   # e.g. a fence for a function that waits on it
+            elif bank == "ref":
                 values.append(abi.to_buffer_view(value, expected, device, where))
             else:
                 values.append(abi.to_scalar(value, bank, expected, where))
-        results = [abi.from_vm(r) for r in self.module.context.call(self.name, values)]
-        if not results:
-            return None
-        return results[0] if len(results) == 1 else tuple(results)
+        return values
 
     def __repr__(self) -> str:
         args = ", ".join(str(t) if t else "?" for t in self.arg_types)
         results = ", ".join(str(t) for t in self.result_types)
         return f"<irtk function {self.name}({args}) -> ({results})>"
+
+
+def _python_results(raw: list[Any]) -> Any:
+    results = [abi.from_vm(r) for r in raw]
+    if not results:
+        return None
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+class AsyncCall:
+    """An exported function call in flight (`ExportedFunction.async_call`).
+
+    `done()` resumes the call if what it waits for is ready and says whether it has finished;
+    `result(timeout=None)` waits for it — advancing the module's other calls in flight
+    meanwhile — and returns numpy arrays as a plain call does, or raises the call's error
+    (TimeoutError when `timeout` seconds pass first; the call stays in flight).
+    """
+
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+
+    def done(self) -> bool:
+        return self.invocation.poll()
+
+    def result(self, timeout: float | None = None) -> Any:
+        return _python_results(self.invocation.result(timeout))
+
+    def __repr__(self) -> str:
+        return repr(self.invocation).replace("invocation", "async call", 1)
 
 
 class LoadedModule:

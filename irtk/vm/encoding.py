@@ -17,6 +17,7 @@ _FIXED = {
     "imm_i32": struct.Struct("<i"), "imm_i64": struct.Struct("<q"),
     "imm_f32": struct.Struct("<f"), "imm_f64": struct.Struct("<d"),
     "rodata": _U32, "global": _U32, "func": _U32, "import": _U32, "block": _U32,
+    "type": _U32,
 }
 for _kind in list(isa.READ_KINDS) + list(isa.WRITE_KINDS):
     _FIXED[_kind] = _U16
@@ -55,6 +56,8 @@ def encode_operand(kind: str, value: Any) -> bytes:
         return bytes(out)
     if kind == "u16list":
         return _U16.pack(len(value)) + b"".join(_U16.pack(v) for v in value)
+    if kind == "blocks":
+        return _U16.pack(len(value)) + b"".join(_U32.pack(v) for v in value)
     if kind == "str":
         data = value.encode("utf-8")
         return _U16.pack(len(data)) + data
@@ -88,7 +91,7 @@ def decode_at(code: bytes | memoryview, pos: int) -> Instr:
             raise DecodeError(start, f"truncated instruction '{op.name}'")
         count = _U16.unpack_from(code, pos)[0]
         pos += 2
-        width = 1 if kind == "str" else 2
+        width = 1 if kind == "str" else 4 if kind == "blocks" else 2
         if pos + count * width > end:
             raise DecodeError(start, f"truncated instruction '{op.name}'")
         if kind == "str":
@@ -98,6 +101,8 @@ def decode_at(code: bytes | memoryview, pos: int) -> Instr:
                 raise DecodeError(start, f"'{op.name}' string is not valid UTF-8") from None
         elif kind == "u16list":
             operands.append(tuple(_U16.unpack_from(code, pos + 2 * i)[0] for i in range(count)))
+        elif kind == "blocks":
+            operands.append(tuple(_U32.unpack_from(code, pos + 4 * i)[0] for i in range(count)))
         else:
             regs = []
             for i in range(count):

@@ -6,21 +6,30 @@ so every closure reads and writes `regs[k]` with k fixed at decode time. A closu
 to fall through, an int to branch (an instruction index), or a `_Call` / `_Return` record that
 the loop below turns into a frame push or pop. Frames live on an explicit stack, so VM recursion
 never becomes Python recursion and the depth limit is a clean RuntimeFailure.
+
+A yieldable import may return an `irtk.vm.yielding.Wait`: the loop then returns the whole
+invocation state (`_Suspended`) instead of results, and an `Invocation` (the future that
+`Context.start` returns) resumes it once the wait is over. A blocking `Context.call` is the same
+machinery driven to completion, so it pays nothing for this unless something actually waits.
 """
 from __future__ import annotations
 
+import time
+import weakref
 from typing import Any, Callable, Sequence
 
 from irtk.errors import Error, InputError, RuntimeFailure
-from irtk.vm import isa, numerics
+from irtk.vm import fusion, isa, numerics
 from irtk.vm.calling_convention import Segment, Signature
 from irtk.vm.encoding import Instr
 from irtk.vm.module import BytecodeModule, FunctionDef
 from irtk.vm.native_module import LinkedImport, NativeModule, link_imports
 from irtk.vm.ops import FACTORIES
-from irtk.vm.refs import VMBuffer
+from irtk.vm.refs import VMBuffer, ref_type_name
+from irtk.vm.yielding import Wait
 
 MAX_FRAMES = 256
+_POLL_SLICE = 0.002   # seconds a waiting `Invocation.result` blocks before polling the others
 _ZERO = {"i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "ref": None}
 
 
@@ -39,6 +48,125 @@ class _Return:
 
     def __init__(self, sources: tuple[int, ...]) -> None:
         self.sources = sources
+
+
+class _Yield:
+    """A yieldable import returned a Wait: where its results go once it is over."""
+
+    __slots__ = ("wait", "results", "where", "name")
+
+    def __init__(self, wait: Wait, results: tuple[int, ...], where: str, name: str) -> None:
+        self.wait = wait
+        self.results = results
+        self.where = where
+        self.name = name
+
+
+class _Suspended:
+    """The whole state of a suspended invocation: current frame, saved frames, step budget."""
+
+    __slots__ = ("fn", "code", "regs", "pc", "stack", "fuel", "pending")
+
+    def __init__(self, fn: "_Function", code: list, regs: list, pc: int, stack: list,
+                 fuel: float, pending: _Yield) -> None:
+        self.fn, self.code, self.regs, self.pc = fn, code, regs, pc
+        self.stack, self.fuel, self.pending = stack, fuel, pending
+
+
+class Invocation:
+    """A function call in flight: a future that a single thread drives to completion.
+
+    `Context.start` runs the call until it finishes or a yieldable import waits. `poll()`
+    resumes it if its wait is over (without blocking), `done()` says whether it has finished,
+    `result(timeout)` drives it — and every other invocation of the same context that is
+    ready — until it finishes, then returns its raw results or raises its error.
+    """
+
+    __slots__ = ("context", "name", "_state", "_values", "_error", "__weakref__")
+
+    def __init__(self, context: "Context", name: str) -> None:
+        self.context = context
+        self.name = name
+        self._state: _Suspended | None = None
+        self._values: list[Any] | None = None
+        self._error: BaseException | None = None
+
+    def _settle(self, outcome: "list[Any] | _Suspended") -> None:
+        if outcome.__class__ is _Suspended:
+            self._state = outcome
+            self.context._in_flight.add(self)
+        else:
+            self._state = None
+            self._values = outcome
+            self.context._in_flight.discard(self)
+
+    def _advance(self) -> None:
+        state = self._state
+        assert state is not None
+        try:
+            self._settle(self.context._resume(state))
+        except Error as e:
+            self._state = None
+            self._error = e
+            self.context._in_flight.discard(self)
+
+    def done(self) -> bool:
+        return self._state is None
+
+    def poll(self) -> bool:
+        """Resume if the awaited thing is ready; True once the call has finished."""
+        while self._state is not None:
+            try:
+                ready = self._state.pending.wait.ready()
+            except Error as e:
+                self._fail_wait(e)
+                break
+            if not ready:
+                return False
+            self._advance()
+        return True
+
+    def _fail_wait(self, error: Error) -> None:
+        state = self._state
+        assert state is not None
+        self._state = None
+        self._error = self.context._wrap_wait_error(state.pending, error)
+        self.context._in_flight.discard(self)
+
+    def result(self, timeout: float | None = None) -> list[Any]:
+        """The raw results; raises the call's error, or TimeoutError if `timeout` passes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.poll():
+            for other in list(self.context._in_flight):
+                if other is not self:
+                    other.poll()
+            if self.done():
+                break
+            slice_ = _POLL_SLICE if self.context._in_flight - {self} else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"'{self.name}' did not finish within {timeout} s")
+                slice_ = left if slice_ is None else min(slice_, left)
+            state = self._state
+            if state is not None:
+                started = time.monotonic()
+                try:
+                    ready = state.pending.wait.block(slice_)
+                except Error as e:
+                    self._fail_wait(e)
+                    continue
+                if not ready and time.monotonic() - started < 0.0005:
+                    time.sleep(0.0005)   # a wait that cannot block must not make us spin
+        if self._error is not None:
+            raise self._error
+        assert self._values is not None
+        return self._values
+
+    def __repr__(self) -> str:
+        status = "running" if self._state is not None else (
+            "failed" if self._error is not None else "done")
+        return f"<irtk invocation of '{self.name}': {status}>"
 
 
 def _layout(counts: dict[str, int]) -> tuple[dict[str, int], list[Any]]:
@@ -86,8 +214,15 @@ class Context:
     """
 
     def __init__(self, module: BytecodeModule, native_modules: Sequence[NativeModule] = (),
-                 *, run_init: bool = True) -> None:
+                 *, run_init: bool = True, step_limit: int | None = None,
+                 fuse: bool = True) -> None:
+        """`step_limit` bounds the branches, calls and fused runs one invocation may take (a
+        RuntimeFailure past it); None means no limit. Tests that run untrusted code use it.
+        `fuse=False` keeps one closure per instruction (tests compare both ways)."""
         self.module = module
+        self.fuse = fuse
+        self.step_limit: float = float("inf") if step_limit is None else step_limit
+        self._in_flight: weakref.WeakSet[Invocation] = weakref.WeakSet()
         self.native_modules = list(native_modules)
         self.imports: list[LinkedImport] = link_imports(module, self.native_modules)
         self.global_bases, self.globals = _layout(module.global_counts)
@@ -98,7 +233,8 @@ class Context:
         self.exports = {e.name: e.function for e in module.exports}
         if run_init and module.init_function >= 0:
             init = self.functions[module.init_function]
-            self._run(init, list(init.template))
+            self._finish(init, self._loop(init, init.code, list(init.template), 0, [],
+                                          self.step_limit))
 
     # -- calling from Python ---------------------------------------------------------------------
 
@@ -110,8 +246,33 @@ class Context:
         return self._resolve(function).signature
 
     def call(self, function: str | int, args: Sequence[Any] = ()) -> list[Any]:
-        """Run an export (by name) or an internal function (by ordinal) with raw VM values."""
+        """Run an export (by name) or an internal function (by ordinal) with raw VM values;
+        blocks while it waits (other in-flight invocations still advance meanwhile)."""
         fn = self._resolve(function)
+        outcome = self._loop(fn, fn.code, self._frame(fn, args), 0, [], self.step_limit)
+        if outcome.__class__ is _Suspended:
+            return self._finish(fn, outcome)
+        return outcome
+
+    def start(self, function: str | int, args: Sequence[Any] = ()) -> Invocation:
+        """Begin a call and return it as an `Invocation` once it finishes or first waits."""
+        fn = self._resolve(function)
+        invocation = Invocation(self, fn.name)
+        try:
+            invocation._settle(self._loop(fn, fn.code, self._frame(fn, args), 0, [],
+                                          self.step_limit))
+        except Error as e:
+            invocation._error = e
+        return invocation
+
+    def _finish(self, fn: "_Function", outcome: "list[Any] | _Suspended") -> list[Any]:
+        if outcome.__class__ is not _Suspended:
+            return outcome
+        invocation = Invocation(self, fn.name)
+        invocation._settle(outcome)
+        return invocation.result()
+
+    def _frame(self, fn: "_Function", args: Sequence[Any]) -> list[Any]:
         banks = fn.signature.arg_banks()
         if len(args) != len(banks):
             noun = "argument" if len(banks) == 1 else "arguments"
@@ -122,7 +283,7 @@ class Context:
                 regs[slot] = _convert_arg(value, bank)
             except TypeError as e:
                 raise InputError(f"{fn.name}: argument {i}: {e}") from None
-        return self._run(fn, regs)
+        return regs
 
     def _resolve(self, function: str | int) -> _Function:
         if isinstance(function, str):
@@ -136,10 +297,9 @@ class Context:
 
     # -- the loop --------------------------------------------------------------------------------
 
-    def _run(self, fn: _Function, regs: list[Any]) -> list[Any]:
-        code = fn.code
-        pc = 0
-        stack: list[tuple[_Function, list, list, int, tuple[int, ...]]] = []
+    def _loop(self, fn: _Function, code: list, regs: list[Any], pc: int, stack: list,
+              fuel: float) -> "list[Any] | _Suspended":
+        """Run from `pc` until the outermost frame returns (its values) or a call waits."""
         try:
             while True:
                 x = code[pc](regs)
@@ -147,23 +307,31 @@ class Context:
                     pc += 1
                 elif x.__class__ is int:
                     pc = x
+                    fuel -= 1
+                    if fuel < 0:
+                        raise RuntimeFailure(self._out_of_steps(fn, pc))
                 elif x.__class__ is _Call:
                     if len(stack) >= MAX_FRAMES - 1:
                         raise RuntimeFailure(f"stack overflow: more than {MAX_FRAMES} frames "
                                              f"(calling '{x.callee.name}' from '{fn.name}')")
+                    fuel -= 1
+                    if fuel < 0:
+                        raise RuntimeFailure(self._out_of_steps(fn, pc))
                     callee = x.callee
                     frame = list(callee.template)
                     for src, dst in x.moves:
                         frame[dst] = regs[src]
                     stack.append((fn, code, regs, pc + 1, x.results))
                     fn, code, regs, pc = callee, callee.code, frame, 0
-                else:
+                elif x.__class__ is _Return:
                     values = [regs[s] for s in x.sources]
                     if not stack:
                         return values
                     fn, code, regs, pc, targets = stack.pop()
                     for dst, value in zip(targets, values):
                         regs[dst] = value
+                else:   # _Yield: park the whole invocation
+                    return _Suspended(fn, code, regs, pc, stack, fuel, x)
         except Error:
             stack.clear()
             regs = []
@@ -175,6 +343,39 @@ class Context:
             regs = []
             raise RuntimeFailure(f"{where}: {e}") from None
 
+    def _out_of_steps(self, fn: _Function, pc: int) -> str:
+        where = self._where(fn, fn.offsets[pc] if pc < len(fn.offsets) else -1)
+        return f"{where}: step limit of {self.step_limit:.0f} branches and calls exceeded"
+
+    def _resume(self, s: _Suspended) -> "list[Any] | _Suspended":
+        """Continue a suspended invocation whose wait is over."""
+        pending = s.pending
+        try:
+            value = pending.wait.results()
+        except Error as e:
+            s.stack.clear()
+            raise self._wrap_wait_error(pending, e) from None
+        except Exception as e:
+            s.stack.clear()
+            raise RuntimeFailure(f"{pending.name}: {e} (in {pending.where})") from e
+        try:
+            _store(s.regs, pending.results, value)
+        except Exception as e:
+            s.stack.clear()
+            raise RuntimeFailure(f"{pending.name}: bad results {value!r}: {e} "
+                                 f"(in {pending.where})") from None
+        return self._loop(s.fn, s.code, s.regs, s.pc + 1, s.stack, s.fuel)
+
+    @staticmethod
+    def _wrap_wait_error(pending: _Yield, error: Error) -> Error:
+        """A failure that surfaced while waiting names the import and its call site."""
+        if isinstance(error, RuntimeFailure):
+            text = str(error)
+            if not text.startswith(pending.name):
+                text = f"{pending.name}: {text}"
+            return RuntimeFailure(f"{text} (in {pending.where})")
+        return error
+
     def _where(self, fn: _Function, offset: int) -> str:
         loc = self.module.location(fn.index, offset)
         return f"function '{fn.name}' at offset {offset}" + (f" ({loc})" if loc else "")
@@ -183,11 +384,17 @@ class Context:
 
     def _decode(self, fn: _Function, instrs: list[Instr]) -> None:
         index_of = {instr.offset: i for i, instr in enumerate(instrs)}
-        for instr in instrs:
+        all_args = [self._args(fn, instr, index_of) for instr in instrs]
+        for instr, args in zip(instrs, all_args):
             fn.offsets.append(instr.offset)
-            fn.code.append(self._build(fn, instr, index_of))
+            factory = FACTORIES.get(instr.op.name)
+            fn.code.append(factory(*args) if factory is not None
+                           else _CONTROL[instr.op.name](self, fn, instr, *args))
+        if self.fuse:
+            self._fuse(fn, instrs, all_args)
 
-    def _build(self, fn: _Function, instr: Instr, index_of: dict[int, int]) -> Callable:
+    def _args(self, fn: _Function, instr: Instr, index_of: dict[int, int]) -> list[Any]:
+        """The operands with registers as absolute frame slots and blocks as indices."""
         op = instr.op
         args: list[Any] = []
         for kind, value in zip(op.operands, instr.operands):
@@ -198,14 +405,52 @@ class Context:
                 args.append(tuple(fn.bases[b] + i for b, i in value))
             elif kind == "block":
                 args.append(index_of[value])
+            elif kind == "blocks":
+                args.append(tuple(index_of[v] for v in value))
             elif kind == "global":
                 args.append(self.global_bases[op.bank] + value)
             else:
                 args.append(value)
-        factory = FACTORIES.get(op.name)
-        if factory is not None:
-            return factory(*args)
-        return _CONTROL[op.name](self, fn, instr, *args)
+        return args
+
+    def _fuse(self, fn: _Function, instrs: list[Instr], all_args: list[list[Any]]) -> None:
+        """Replace straight-line runs of fusible ops (see `fusion`) by one function each."""
+        targets: set[int] = set()
+        for args, instr in zip(all_args, instrs):
+            if instr.op.name == "br":
+                targets.add(args[0])
+            elif instr.op.name == "cond_br":
+                targets.update(args[1:])
+            elif instr.op.name == "br_table":
+                targets.add(args[1])
+                targets.update(args[2])
+        runs: list[tuple[list[Any], Any]] = []
+        starts: list[int] = []
+        count = len(instrs)
+        i = 0
+        while i < count:
+            if not fusion.fusible(instrs[i].op.name):
+                i += 1
+                continue
+            statements = []
+            j = i
+            while j < count and fusion.fusible(instrs[j].op.name) and (j == i or j not in targets):
+                kinds = instrs[j].op.operands
+                statements.append((instrs[j].op.name, tuple(
+                    ("slot" if k.rstrip(">") in isa.BANKS else "imm", v)
+                    for k, v in zip(kinds, all_args[j]))))
+                j += 1
+            ending: Any = ("next", j)
+            if j < count and j not in targets and instrs[j].op.name in ("br", "cond_br"):
+                ending = (instrs[j].op.name, *all_args[j])
+                j += 1
+            if j - i >= 2:
+                runs.append((statements, ending))
+                starts.append(i)
+            i = j
+        if runs:
+            for start, run in zip(starts, fusion.compile_runs(runs)):
+                fn.code[start] = run
 
     def _op_const_ref_rodata(self, fn: _Function, instr: Instr, d: int, segment: int) -> Callable:
         value = self.rodata[segment]
@@ -234,6 +479,24 @@ class Context:
     def _op_cond_br(self, fn: _Function, instr: Instr, c: int, t: int, f: int) -> Callable:
         return lambda r: t if r[c] else f
 
+    def _op_br_table(self, fn: _Function, instr: Instr, index: int, default: int,
+                     targets: tuple[int, ...]) -> Callable:
+        count = len(targets)
+
+        def run(r: list) -> int:
+            i = r[index]
+            return targets[i] if 0 <= i < count else default
+        return run
+
+    def _op_cmp_type_ref(self, fn: _Function, instr: Instr, d: int, a: int,
+                         type_index: int) -> Callable:
+        name = self.module.types[type_index]
+
+        def run(r: list) -> None:
+            value = r[a]
+            r[d] = 1 if value is not None and ref_type_name(value) == name else 0
+        return run
+
     def _op_return(self, fn: _Function, instr: Instr, sources: tuple[int, ...]) -> Callable:
         record = _Return(sources)
         return lambda r: record
@@ -260,6 +523,7 @@ class Context:
                         args: tuple[int, ...], results: tuple[int, ...]) -> Callable:
         return _native_call(self.imports[ordinal], lambda r: [r[a] for a in args], results,
                             self._where(fn, instr.offset))
+
 
     def _op_call_import_variadic(self, fn: _Function, instr: Instr, ordinal: int,
                                  sizes: tuple[int, ...], args: tuple[int, ...],
@@ -294,15 +558,28 @@ class Context:
         return _native_call(linked, gather, results, self._where(fn, instr.offset))
 
 
+def _store(r: list, results: tuple[int, ...], value: Any) -> None:
+    count = len(results)
+    if count == 1:
+        r[results[0]] = value
+    elif count:
+        values = tuple(value)
+        if len(values) != count:
+            raise ValueError(f"expected {count} results, got {len(values)}")
+        for dst, v in zip(results, values):
+            r[dst] = v
+
+
 def _native_call(linked: LinkedImport, gather: Callable[[list], list[Any]],
                  results: tuple[int, ...], where: str) -> Callable:
     """Call a native function; its RuntimeFailures and Python errors get the call site added
-    (other irtk errors, such as InputError from `hal.buffer_view.assert`, pass unchanged)."""
+    (other irtk errors, such as InputError from `hal.buffer_view.assert`, pass unchanged).
+    A yieldable function may return a `Wait`, which suspends the invocation (`_Yield`)."""
     target = linked.target
     name = linked.full_name
-    count = len(results)
+    yieldable = linked.function.yieldable
 
-    def run(r: list) -> None:
+    def run(r: list) -> Any:
         try:
             value = target(*gather(r))
         except RuntimeFailure as e:
@@ -311,11 +588,13 @@ def _native_call(linked: LinkedImport, gather: Callable[[list], list[Any]],
             raise
         except Exception as e:
             raise RuntimeFailure(f"{name}: {e} (in {where})") from e
-        if count == 1:
-            r[results[0]] = value
-        elif count:
-            for dst, v in zip(results, value):
-                r[dst] = v
+        if yieldable and isinstance(value, Wait):
+            return _Yield(value, results, where, name)
+        try:
+            _store(r, results, value)
+        except (TypeError, ValueError) as e:
+            raise RuntimeFailure(f"{name}: bad results {value!r}: {e} (in {where})") from None
+        return None
     return run
 
 
@@ -323,6 +602,8 @@ _CONTROL: dict[str, Callable[..., Callable]] = {
     "const.ref.rodata": Context._op_const_ref_rodata,
     "br": Context._op_br,
     "cond_br": Context._op_cond_br,
+    "br_table": Context._op_br_table,
+    "cmp.type.ref": Context._op_cmp_type_ref,
     "return": Context._op_return,
     "fail": Context._op_fail,
     "call": Context._op_call,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-BYTECODE_VERSION = 1
+# 2: every block ends in a terminator (no fall-through into a branch target); br_table,
+#    cmp.type.ref and the narrow/fill/clone/compare buffer ops.
+BYTECODE_VERSION = 2
 
 BANKS = ("i32", "i64", "f32", "f64", "ref")
 # Bank number in the top 3 bits of a `regs` entry; index in the low 13 bits.
@@ -23,8 +25,8 @@ WRITE_KINDS = {bank + ">": bank for bank in BANKS}       # u16 register write
 KIND_SIZES: dict[str, int | None] = {
     **{k: 2 for k in READ_KINDS}, **{k: 2 for k in WRITE_KINDS},
     "imm_i32": 4, "imm_i64": 8, "imm_f32": 4, "imm_f64": 8,
-    "rodata": 4, "global": 4, "func": 4, "import": 4, "block": 4,
-    "regs": None, "u16list": None, "str": None,
+    "rodata": 4, "global": 4, "func": 4, "import": 4, "block": 4, "type": 4,
+    "regs": None, "u16list": None, "str": None, "blocks": None,
 }
 
 # Ref type names a module's `types` table uses.
@@ -81,6 +83,8 @@ OPS: tuple[Op, ...] = (
     Op(0x15, "call.import", "import regs regs", "call an imported function: args, results"),
     Op(0x16, "call.import.variadic", "import u16list regs regs",
        "call a variadic import: tuples per segment, flat args, results"),
+    Op(0x17, "br_table", "i32 block blocks",
+       "to blocks[index] if 0 <= index < len(blocks), else to the default block", "T"),
 
     Op(0x18, "global.load.i32", "i32> global", "dst = global"),
     Op(0x19, "global.load.i64", "i64> global", "dst = global"),
@@ -220,6 +224,8 @@ OPS: tuple[Op, ...] = (
     Op(0xA9, "cmp.nan.f64", "i32> f64", "a is NaN -> 0/1"),
     Op(0xAA, "cmp.eq.ref", "i32> ref ref", "a is b -> 0/1"),
     Op(0xAB, "cmp.nz.ref", "i32> ref", "a is not null -> 0/1"),
+    Op(0xAC, "cmp.type.ref", "i32> ref type",
+       "a is not null and its type is the module's types[t] -> 0/1"),
 
     Op(0xB0, "ext.i8.i32.s", "i32> i32", "sign-extend the low 8 bits"),
     Op(0xB1, "ext.i8.i32.u", "i32> i32", "zero-extend the low 8 bits"),
@@ -279,6 +285,24 @@ OPS: tuple[Op, ...] = (
     Op(0xE8, "buffer.store.i64", "ref i64 i64", "store little-endian at the byte offset"),
     Op(0xE9, "buffer.store.f32", "ref i64 f32", "store little-endian at the byte offset"),
     Op(0xEA, "buffer.store.f64", "ref i64 f64", "store little-endian at the byte offset"),
+    Op(0xEB, "buffer.clone", "ref> ref i64 i64",
+       "dst = new writable !vm.buffer holding a copy of [offset, offset + length) of the source"),
+    Op(0xEC, "buffer.fill.i8", "ref i64 i64 i32",
+       "fill [offset, offset + length) with the low 8 bits of the value"),
+    Op(0xED, "buffer.fill.i16", "ref i64 i64 i32",
+       "fill with the low 16 bits (offset and length multiples of 2)"),
+    Op(0xEE, "buffer.fill.i32", "ref i64 i64 i32", "fill (offset and length multiples of 4)"),
+    Op(0xEF, "buffer.fill.i64", "ref i64 i64 i64", "fill (offset and length multiples of 8)"),
+    Op(0xF0, "buffer.fill.f32", "ref i64 i64 f32", "fill (offset and length multiples of 4)"),
+    Op(0xF1, "buffer.fill.f64", "ref i64 i64 f64", "fill (offset and length multiples of 8)"),
+    Op(0xF2, "buffer.compare", "i32> ref i64 ref i64 i64",
+       "1 if the two byte ranges (buffer, offset; buffer, offset; length) are equal, else 0"),
+    Op(0xF3, "buffer.load.i8.s", "i32> ref i64", "dst = sign-extended byte at the offset"),
+    Op(0xF4, "buffer.load.i8.u", "i32> ref i64", "dst = zero-extended byte at the offset"),
+    Op(0xF5, "buffer.load.i16.s", "i32> ref i64", "dst = sign-extended little-endian 16 bits"),
+    Op(0xF6, "buffer.load.i16.u", "i32> ref i64", "dst = zero-extended little-endian 16 bits"),
+    Op(0xF7, "buffer.store.i8", "ref i64 i32", "store the low 8 bits at the byte offset"),
+    Op(0xF8, "buffer.store.i16", "ref i64 i32", "store the low 16 bits, little-endian"),
 )
 
 BY_NAME: dict[str, Op] = {op.name: op for op in OPS}

@@ -7,7 +7,9 @@ module compiled against a different runtime fails at load with both signatures i
 
 Argument passing: each argument is a Python value (int, float, a ref object or None). A variadic
 segment arrives as one list: of values when its tuple has one element ("CiD"), else of tuples
-("CirIID"). Results: return None for "v", the value for one result, a tuple for several.
+("CirIID"). Results: return None for "v", the value for one result, a tuple for several. A
+function marked `yieldable` may instead return an `irtk.vm.yielding.Wait`: the calling
+invocation is suspended until the wait is over, then gets the wait's results.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from irtk.vm.module import BytecodeModule
 class NativeFunction:
     name: str                    # within the module, e.g. "buffer.length"
     calling_convention: str
-    yieldable: bool = False      # may wait (cooperative scheduling point); may block for now
+    yieldable: bool = False      # may return an `irtk.vm.yielding.Wait` to suspend the caller
 
     @property
     def method_name(self) -> str:

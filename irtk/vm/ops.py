@@ -308,7 +308,9 @@ def _writable(value: Any) -> VMBuffer:
 
 
 _PACK = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
-         "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
+         "f32": struct.Struct("<f"), "f64": struct.Struct("<d"),
+         "i8.s": struct.Struct("<b"), "i8.u": struct.Struct("<B"),
+         "i16.s": struct.Struct("<h"), "i16.u": struct.Struct("<H")}
 
 
 def _buffer_load(bank: str) -> Factory:
@@ -345,7 +347,66 @@ def _buffer_copy(src: int, src_offset: int, dst: int, dst_offset: int, length: i
     return run
 
 
+def _narrow_store(bits: int) -> Factory:
+    packer = struct.Struct("<B" if bits == 8 else "<H")
+    mask = (1 << bits) - 1
+
+    def make(buf: int, offset: int, src: int) -> Run:
+        def run(r: list) -> None:
+            b = _writable(r[buf])
+            b.check_range(r[offset], packer.size)
+            packer.pack_into(b.data, r[offset], r[src] & mask)
+        return run
+    return make
+
+
+def _buffer_clone(d: int, src: int, offset: int, length: int) -> Run:
+    def run(r: list) -> None:
+        s = _as_buffer(r[src])
+        start, count = r[offset], r[length]
+        s.check_range(start, count)
+        r[d] = VMBuffer(bytearray(s.data[start:start + count]), readonly=False)
+    return run
+
+
+def _buffer_fill(pattern_of: Callable[[Any], bytes], size: int) -> Factory:
+    def make(buf: int, offset: int, length: int, value: int) -> Run:
+        def run(r: list) -> None:
+            b = _writable(r[buf])
+            start, count = r[offset], r[length]
+            b.check_range(start, count)
+            if start % size or count % size:
+                raise Trap(f"fill of {size}-byte values needs offset {start} and length {count} "
+                           f"to be multiples of {size}")
+            b.data[start:start + count] = pattern_of(r[value]) * (count // size)
+        return run
+    return make
+
+
+def _buffer_compare(d: int, a: int, a_offset: int, b: int, b_offset: int, length: int) -> Run:
+    def run(r: list) -> None:
+        x, y = _as_buffer(r[a]), _as_buffer(r[b])
+        count = r[length]
+        x.check_range(r[a_offset], count)
+        y.check_range(r[b_offset], count)
+        r[d] = 1 if (x.data[r[a_offset]:r[a_offset] + count]
+                     == y.data[r[b_offset]:r[b_offset] + count]) else 0
+    return run
+
+
 FACTORIES["buffer.alloc"] = _unary(VMBuffer.allocate)
+FACTORIES["buffer.clone"] = _buffer_clone
+FACTORIES["buffer.compare"] = _buffer_compare
+FACTORIES["buffer.fill.i8"] = _buffer_fill(lambda v: bytes([v & 0xFF]), 1)
+FACTORIES["buffer.fill.i16"] = _buffer_fill(lambda v: (v & 0xFFFF).to_bytes(2, "little"), 2)
+FACTORIES["buffer.fill.i32"] = _buffer_fill(_PACK["i32"].pack, 4)
+FACTORIES["buffer.fill.i64"] = _buffer_fill(_PACK["i64"].pack, 8)
+FACTORIES["buffer.fill.f32"] = _buffer_fill(_PACK["f32"].pack, 4)
+FACTORIES["buffer.fill.f64"] = _buffer_fill(_PACK["f64"].pack, 8)
+for _narrow in ("i8.s", "i8.u", "i16.s", "i16.u"):
+    FACTORIES[f"buffer.load.{_narrow}"] = _buffer_load(_narrow)
+FACTORIES["buffer.store.i8"] = _narrow_store(8)
+FACTORIES["buffer.store.i16"] = _narrow_store(16)
 FACTORIES["buffer.length"] = _unary(lambda a: len(_as_buffer(a)))
 FACTORIES["buffer.copy"] = _buffer_copy
 for _bank in ("i32", "i64", "f32", "f64"):

@@ -4,8 +4,9 @@ Checked: calling conventions, exports, the init function, global counts, and for
 function every instruction — register indices in range and in the right bank, rodata, global,
 function and import ordinals in range, branch targets on instruction starts inside the
 function, argument and result banks of calls and returns against the callee's calling
-convention (variadic imports: segment sizes x tuple banks), a terminator at the end, no
-truncated instruction. Failures name the function and the bytecode offset.
+convention (variadic imports: segment sizes x tuple banks), type ordinals in range, every block
+ending in a terminator (no fall-through into a branch target, a terminator last), no truncated
+instruction. Failures name the function and the bytecode offset.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def _signature(text: str, what: str) -> Signature:
         return calling_convention.parse(text)
     except ValueError as e:
         raise VerificationError(f"{what}: {e}") from None
+
+
+_TERMINATORS = ", ".join(op.name for op in isa.OPS if op.is_terminator)
 
 
 def _banks(regs: tuple[tuple[str, int], ...]) -> str:
@@ -97,13 +101,19 @@ class _FunctionVerifier:
         if not instrs:
             raise self.fail("function has no instructions")
         starts = {i.offset for i in instrs}
+        targets: set[int] = set()
         for instr in instrs:
             self.offset = instr.offset
-            self.check(instr, starts)
+            self.check(instr, starts, targets)
+        for before, after in zip(instrs, instrs[1:]):
+            if after.offset in targets and not before.op.is_terminator:
+                self.offset = before.offset
+                raise self.fail(f"block ends in '{before.op.name}', not a terminator: it falls "
+                                f"through into the branch target {after.offset}")
         if not instrs[-1].op.is_terminator:
             self.offset = instrs[-1].offset
             raise self.fail(f"last instruction '{instrs[-1].op.name}' is not a terminator "
-                            "(br, cond_br, return, fail)")
+                            f"({_TERMINATORS})")
         return instrs
 
     def register(self, bank: str, index: int) -> None:
@@ -111,7 +121,15 @@ class _FunctionVerifier:
         if index >= count:
             raise self.fail(f"register {bank}:{index} out of range ({count} registers)")
 
-    def check(self, instr: Instr, starts: set[int]) -> None:
+    def target(self, value: int, starts: set[int], targets: set[int]) -> None:
+        if value >= len(self.fn.code):
+            raise self.fail(f"branch target {value} is outside the function "
+                            f"({len(self.fn.code)} bytes)")
+        if value not in starts:
+            raise self.fail(f"branch target {value} is not the start of an instruction")
+        targets.add(value)
+
+    def check(self, instr: Instr, starts: set[int], targets: set[int]) -> None:
         op = instr.op
         m = self.module
         for kind, value in zip(op.operands, instr.operands):
@@ -122,11 +140,12 @@ class _FunctionVerifier:
                 for reg_bank, index in value:
                     self.register(reg_bank, index)
             elif kind == "block":
-                if value >= len(self.fn.code):
-                    raise self.fail(f"branch target {value} is outside the function "
-                                    f"({len(self.fn.code)} bytes)")
-                if value not in starts:
-                    raise self.fail(f"branch target {value} is not the start of an instruction")
+                self.target(value, starts, targets)
+            elif kind == "blocks":
+                for target in value:
+                    self.target(target, starts, targets)
+            elif kind == "type" and value >= len(m.types):
+                raise self.fail(f"type {value} out of range ({len(m.types)} types)")
             elif kind == "rodata" and value >= len(m.rodata):
                 raise self.fail(f"rodata segment {value} out of range ({len(m.rodata)} segments)")
             elif kind == "global" and value >= m.global_counts[op.bank]:

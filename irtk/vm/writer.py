@@ -54,6 +54,7 @@ class FunctionBuilder:
         self._used = {bank: 0 for bank in isa.BANKS}
         self._explicit: dict[str, int] = {}
         self._pending_location: str | None = None
+        self._last_op: isa.Op | None = None
         self.locations: list[tuple[int, str]] = []
 
     @property
@@ -64,8 +65,12 @@ class FunctionBuilder:
         return Label()
 
     def bind(self, label: Label) -> None:
+        """Place `label` here. Every block must end in a terminator, so when the code before
+        would fall through into the label, a `br` to it is emitted first."""
         if label.offset is not None:
             raise ValueError("label is already bound")
+        if self._last_op is not None and not self._last_op.is_terminator:
+            self.emit("br", label)
         label.offset = len(self._code)
 
     def location(self, text: str) -> None:
@@ -111,6 +116,7 @@ class FunctionBuilder:
             self._pending_location = None
         self._code += out
         self._fixups.extend(fixups)
+        self._last_op = op
 
     def _operand(self, kind: str, value: Any, pos: int,
                  fixups: list[tuple[int, Label]]) -> bytes:
@@ -125,6 +131,14 @@ class FunctionBuilder:
                 raise _OperandError("block operand must be a Label")
             fixups.append((pos, value))
             return encode_operand(kind, 0)
+        if kind == "blocks":
+            labels = list(value)
+            if not all(isinstance(label, Label) for label in labels):
+                raise _OperandError("a block list holds Label values")
+            if len(labels) > 0xFFFF:
+                raise _OperandError(f"{len(labels)} blocks do not fit a block list")
+            fixups.extend((pos + 2 + 4 * i, label) for i, label in enumerate(labels))
+            return encode_operand(kind, [0] * len(labels))
         if kind == "regs":
             pairs = []
             for reg in value:
@@ -173,9 +187,15 @@ class ModuleWriter:
         self._requirements: list[str] = []
         self._init_function = -1
 
-    def add_import(self, full_name: str, calling_convention_text: str) -> int:
-        """Ordinal of the import `full_name` ("hal.buffer.length"), added once."""
+    def add_import(self, full_name: str, calling_convention_text: str, *,
+                   unique: bool = True) -> int:
+        """Ordinal of the import `full_name` ("hal.buffer.length"), added once (unless
+        `unique` is False: the assembler keeps a module's imports exactly as written)."""
         calling_convention.parse(calling_convention_text)
+        if not unique:
+            self._import_ordinals.setdefault(full_name, len(self._imports))
+            self._imports.append((full_name, calling_convention_text))
+            return len(self._imports) - 1
         if full_name in self._import_ordinals:
             ordinal = self._import_ordinals[full_name]
             if self._imports[ordinal][1] != calling_convention_text:
@@ -220,7 +240,10 @@ class ModuleWriter:
         self._globals[bank] += 1
         return self._globals[bank] - 1
 
-    def add_type(self, name: str) -> int:
+    def add_type(self, name: str, *, unique: bool = True) -> int:
+        if not unique:
+            self._types.append(name)
+            return len(self._types) - 1
         if name not in self._types:
             self._types.append(name)
         return self._types.index(name)

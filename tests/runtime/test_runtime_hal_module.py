@@ -293,5 +293,11 @@ def test_hal_signatures_are_the_contract():
         "command_buffer.dispatch": "0rriiiiICiDCirIID_v", "fence.create": "0ri_r",
         "fence.await": "0iCrD_i", "device.queue.execute": "0rIrrCrD_v",
         "device.queue.alloca": "0rIrriiiI_r", "device.queue.dealloca": "0rIrrr_v",
+        "buffer.subspan": "0rII_r", "buffer.load": "0rIi_i", "buffer.store": "0irIi_v",
+        "buffer_view.rank": "0r_i", "buffer_view.dim": "0ri_I",
+        "buffer_view.element_type": "0r_i", "buffer_view.encoding_type": "0r_i",
+        "buffer_view.byte_length": "0r_I", "allocator.allocate.initialized": "0rIiirII_r",
+        "command_buffer.update_buffer": "0rrIrII_v",
+        "device.queue.execute.indirect": "0rIrrrCrIID_v",
     }
     assert [f.name for f in HalModule.EXPORTS if f.yieldable] == ["fence.await"]

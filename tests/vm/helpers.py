@@ -46,3 +46,11 @@ def apply(op_name: str, *values: Any) -> Any:
         b.emit(op.name, *operands)
         b.emit("return", [Reg(write, dst)])
     return run(cc, body, values)[0]
+
+
+def run_asm(text: str, args: Sequence[Any] = (), natives: Sequence[NativeModule] = (),
+            function: str = "main", **context_options: Any) -> list[Any]:
+    """Assemble `text` (VM assembly), instantiate it and call `function` with raw VM values."""
+    from irtk.vm.assembler import assemble
+    ctx = Context(load_module(assemble(text)), natives, **context_options)
+    return ctx.call(function, list(args))

@@ -300,3 +300,41 @@ def test_calling_with_the_wrong_argument_count_or_type_is_an_input_error():
         ctx.call("main", [1.5])
     with pytest.raises(InputError, match="has no function 'nope'"):
         ctx.call("nope", [])
+
+
+def test_step_limit_ends_an_endless_loop_with_a_runtime_failure():
+    from tests.vm.helpers import run_asm
+    text = """module @m
+export @main = @main
+func @main "0v_v" {
+    br ^spin
+  ^spin:
+    br ^spin
+}
+"""
+    with pytest.raises(RuntimeFailure, match="function 'main' at offset 5: step limit of 1000 "
+                                             "branches and calls exceeded"):
+        run_asm(text, step_limit=1000)
+
+
+def test_step_limit_bounds_exponential_recursion_within_the_depth_limit():
+    from tests.vm.helpers import run_asm
+    # f(n): if n > 0: f(n - 1); f(n - 1) -- 2^200 calls, never deeper than 201 frames
+    text = """module @m
+export @main = @main
+func @main "0i_v" {
+    i32:1 = cmp.nz.i32 i32:0
+    cond_br i32:1, ^recurse, ^out
+  ^recurse:
+    i32:2 = const.i32 1
+    i32:2 = sub.i32 i32:0, i32:2
+    call @main(i32:2)
+    call @main(i32:2)
+    return ()
+  ^out:
+    return ()
+}
+"""
+    assert run_asm(text, [3], step_limit=1000) == []
+    with pytest.raises(RuntimeFailure, match="step limit of 5000 branches and calls exceeded"):
+        run_asm(text, [200], step_limit=5000)

@@ -30,7 +30,17 @@ def test_contract_ops_exist():
                 "call.import.variadic", "cmp.nz.i32", "cmp.nz.ref", "ext.i32.i64.s",
                 "ext.i32.i64.u", "trunc.i64.i32", "cast.si32.f32", "cast.f32.si32",
                 "cast.f32.f64", "list.alloc", "list.size", "list.resize", "buffer.alloc",
-                "buffer.length"]
+                "buffer.length", "br_table", "discard.refs", "buffer.clone", "buffer.copy",
+                "buffer.compare", "buffer.load.i8.s", "buffer.load.i8.u", "buffer.load.i16.s",
+                "buffer.load.i16.u", "buffer.store.i8", "buffer.store.i16", "cmp.type.ref"]
+    for bank in ("i8", "i16", "i32", "i64", "f32", "f64"):
+        required.append(f"buffer.fill.{bank}")
+    for bank in ("i32", "i64", "f32", "f64"):
+        required += [f"buffer.load.{bank}", f"buffer.store.{bank}"]
+    for src in ("i32", "i64"):
+        for dst in ("f32", "f64"):
+            required += [f"cast.s{src}.{dst}", f"cast.u{src}.{dst}", f"cast.{dst}.s{src}",
+                         f"cast.{dst}.u{src}"]
     for bank in ("i32", "i64"):
         for base in ("add", "sub", "mul", "div.s", "div.u", "rem.s", "rem.u", "and", "or", "xor",
                      "shl", "shr.s", "shr.u", "neg", "min.s", "max.s", "cmp.eq", "cmp.ne",
@@ -49,7 +59,8 @@ def test_contract_ops_exist():
 
 
 def test_terminators():
-    assert {op.name for op in isa.OPS if op.is_terminator} == {"br", "cond_br", "return", "fail"}
+    assert {op.name for op in isa.OPS if op.is_terminator} == {
+        "br", "cond_br", "br_table", "return", "fail"}
 
 
 def test_iree_spelling_aliases():

@@ -77,6 +77,41 @@ def test_last_instruction_must_be_a_terminator():
             "at offset 3: last instruction 'const.i32' is not a terminator")
 
 
+def test_every_block_ends_in_a_terminator():
+    # const.i32 at 0 falls through into the branch target 7: the block [0, 7) has no terminator
+    code = ins("const.i32", 0, 1) + ins("cond_br", 0, 7, 7) + RET
+    rejects(module(code, i32=1),
+            "function 'main' at offset 0: block ends in 'const.i32', not a terminator: it falls "
+            "through into the branch target 7")
+
+
+def test_unreachable_code_after_a_terminator_is_a_block_too():
+    code = RET + ins("const.i32", 0, 1) + RET
+    load_module(module(code, i32=1))
+    rejects(module(RET + ins("const.i32", 0, 1), i32=1), "is not a terminator (br, cond_br, "
+            "return, fail, br_table)")
+
+
+def test_br_table_targets_are_checked_each():
+    table = ins("br_table", 0, 0, (0, 21, 99))   # 21 bytes: the return after it is at 21
+    rejects(module(table + RET, i32=1),
+            "function 'main' at offset 0: branch target 99 is outside the function")
+    table = ins("br_table", 0, 0, (0, 5))
+    rejects(module(table + RET, i32=1), "at offset 0: branch target 5 is not the start of an "
+                                        "instruction")
+
+
+def test_truncated_block_list():
+    code = ins("br_table", 0, 0, (0, 0))[:-3]
+    rejects(module(code, i32=1), "function 'main' at offset 0: truncated instruction 'br_table'")
+
+
+def test_type_ordinal_out_of_range():
+    code = ins("cmp.type.ref", 0, 0, 2) + RET
+    rejects(module(code, setup=lambda w: w.add_type("!vm.buffer"), i32=1, ref=1),
+            "function 'main' at offset 0: type 2 out of range (1 types)")
+
+
 def test_function_must_not_be_empty():
     rejects(module(b""), "function 'main' at offset 0: function has no instructions")
 
