@@ -111,7 +111,11 @@ class FunctionImporter:
         return self.source_map.location(op)
 
     def value(self, v: SSAValue) -> tir.Value:
-        return self.values[v]
+        found = self.values.get(v)
+        if found is None:   # the verifier's dominance check makes this unreachable for ops
+            raise Unsupported("a value is used where its definition is not visible", v.owner
+                              if isinstance(v.owner, Operation) else None)
+        return found
 
     def emit(self, kind: str, operands, result_types, op: Operation | None, **attrs) -> tir.Op:
         top = tir.Op(kind, list(operands), [tir.Value(t) for t in result_types], dict(attrs),

@@ -7,7 +7,7 @@ becomes max-reduce, exp(x - max), sum-reduce, divide.
 """
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, is_float
@@ -31,8 +31,10 @@ def _ints(op: NamedOp, key: str, default=None) -> list[int]:
             raise Unsupported(f"{op.name} needs '{key}'", op)
         return list(default)
     if isinstance(attr, DenseIntOrFPElementsAttr):
-        return [int(v) for v in attr.get_values()]
-    if isinstance(attr, ArrayAttr):
+        values = attr.get_values()
+        if all(isinstance(v, int) for v in values):
+            return [int(v) for v in values]
+    if isinstance(attr, ArrayAttr) and all(isinstance(a, IntegerAttr) for a in attr):
         return [int(a.value.data) for a in attr]  # type: ignore[attr-defined]
     raise Unsupported(f"{op.name}: cannot read '{key}'", op)
 
@@ -379,3 +381,99 @@ def lower(imp, op: NamedOp) -> list[tir.Value]:
         raise Unsupported(f"unsupported op '{op.name}'", op)
     return handler(imp, op, short)
 
+
+
+# ---- structure for verification (verifier.py) ------------------------------------------------
+_UNARY = {"exp", "log", "abs", "ceil", "floor", "negf", "round", "sqrt", "rsqrt", "tanh", "erf",
+          "reciprocal", "square", "copy"}
+_BINARY_OPS = {"add", "sub", "mul", "div", "div_unsigned", "max", "min", "powf"}
+
+
+def operand_counts(short: str, num_inputs: int) -> tuple[int, int] | None:
+    """(inputs, outputs) that linalg.<short> takes; None where any count of inputs is fine."""
+    if short in _CONTRACTIONS:
+        return (4 if short.startswith("quantized") else 2), 1
+    if short.removesuffix("_q") in _CONVS:
+        return (4 if short.endswith("_q") else 2), 1
+    if short.startswith("pooling_") or short in _BINARY_OPS:
+        return 2, 1
+    if short in _UNARY or short in ("fill", "transpose", "broadcast", "softmax"):
+        return 1, 1
+    if short == "select":
+        return 3, 1
+    if short == "reduce":
+        return max(num_inputs, 1), max(num_inputs, 1)
+    return None   # linalg.map: any number of inputs, one output
+
+
+def structure(op: NamedOp, ranks: list[int]) -> tuple[list[AffineMap | None], list[str]]:
+    """The indexing maps (None for a scalar operand) and iterator types linalg gives `op`,
+    whose operands have `ranks`; Unsupported for attributes that do not fit."""
+    short = op.name.removeprefix("linalg.")
+    n_in = len(op.inputs)
+    out_rank = ranks[n_in] if len(ranks) > n_in else 0
+    if short in _CONTRACTIONS:
+        loops, a_dims, b_dims, c_dims = (s.split() for s in _CONTRACTIONS[short])
+        n = len(loops)
+        if "indexing_maps" in op.attributes:
+            from irtk.compiler.frontend.importer import affine_map
+            attr = op.attributes["indexing_maps"]
+            if not isinstance(attr, ArrayAttr) or not all(hasattr(m, "data") for m in attr):
+                raise Unsupported(f"{op.name}: indexing_maps must be a list of affine maps", op)
+            maps = [affine_map(m.data, op) for m in attr]  # type: ignore[attr-defined]
+            if len(maps) != 3 or any(m.num_dims != maps[0].num_dims for m in maps):
+                raise Unsupported(f"{op.name}: indexing_maps must be 3 maps over the same "
+                                  "loops", op)
+            used = maps[2].used_dims()
+            iterators = ["parallel" if d in used else "reduction"
+                         for d in range(maps[0].num_dims)]
+        else:
+            maps = [_dims_map(n, [loops.index(d) for d in dims])
+                    for dims in (a_dims, b_dims, c_dims)]
+            iterators = ["reduction" if d not in c_dims else "parallel" for d in loops]
+        if short.startswith("quantized"):
+            return [maps[0], maps[1], None, None, maps[2]], iterators
+        return maps, iterators
+    if short.removesuffix("_q") in _CONVS:
+        maps, iterators = _window_maps(op, _CONVS[short.removesuffix("_q")])
+        if short.endswith("_q"):
+            return [maps[0], maps[1], None, None, maps[2]], iterators
+        return maps, iterators
+    if short.startswith("pooling_"):
+        layout = short.split("_")[1]
+        return _window_maps(op, _POOL_LAYOUTS[layout])
+    ident = _dims_map(out_rank, list(range(out_rank)))
+    parallel = ["parallel"] * out_rank
+    if short in _ELEMENTWISE or short in ("select", "map"):
+        return [ident] * (n_in + 1), parallel
+    if short == "fill":
+        return [None, ident], parallel
+    if short == "softmax":
+        dim = op.attributes.get("dimension")
+        if not isinstance(dim, IntegerAttr) or not 0 <= dim.value.data < out_rank:
+            raise Unsupported(f"{op.name}: dimension must be a dim of the rank-{out_rank} "
+                              "output", op)
+        return [ident, ident], parallel
+    if short == "transpose":
+        perm = _ints(op, "permutation")
+        if sorted(perm) != list(range(len(perm))) or len(perm) != out_rank:
+            raise Unsupported(f"{op.name}: permutation {perm} is not a permutation of the "
+                              f"output's {out_rank} dims", op)
+        return [_dims_map(out_rank, [perm.index(j) for j in range(out_rank)]), ident], parallel
+    if short == "broadcast":
+        added = _ints(op, "dimensions")
+        if len(set(added)) != len(added) or any(not 0 <= d < out_rank for d in added):
+            raise Unsupported(f"{op.name}: dimensions {added} must be distinct dims of the "
+                              f"rank-{out_rank} output", op)
+        return [_dims_map(out_rank, [d for d in range(out_rank) if d not in added]), ident], \
+            parallel
+    if short == "reduce":
+        rank = ranks[0]
+        reduced = _ints(op, "dimensions")
+        if len(set(reduced)) != len(reduced) or any(not 0 <= d < rank for d in reduced):
+            raise Unsupported(f"{op.name}: dimensions {reduced} must be distinct dims of the "
+                              f"rank-{rank} input", op)
+        kept = _dims_map(rank, [d for d in range(rank) if d not in reduced])
+        return ([_dims_map(rank, list(range(rank)))] * n_in + [kept] * len(op.outputs),
+                ["reduction" if d in reduced else "parallel" for d in range(rank)])
+    raise Unsupported(f"unsupported op '{op.name}'", op)

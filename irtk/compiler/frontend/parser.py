@@ -6,21 +6,39 @@ op starts; later phases report unsupported ops at that place through the `Source
 """
 from __future__ import annotations
 
+import bisect
+import functools
+import math
 import re
 import struct
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type,
-                                   IntegerType, ModuleOp, ReducedPrecisionFloatType, Signedness)
+from xdsl.dialects.builtin import (DYNAMIC_INDEX, AnyFloat, BFloat16Type, ComplexType,
+                                   DenseIntOrFPElementsAttr, Float16Type, Float32Type,
+                                   Float64Type, IndexType, IntegerType, ModuleOp,
+                                   RankedStructure, ReducedPrecisionFloatType, Signedness)
+from xdsl.irdl import base
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
+from irtk.compiler.frontend import dense_literal, verifier
 from irtk.errors import ParseError
+
+_NEWLINE = re.compile("\n")
+# A ranked tensor type without encoding: `tensor<4x?xf32>`.
+_TENSOR_TYPE = re.compile(r"tensor<(?:(?:[0-9]+|\?)x)*[A-Za-z][A-Za-z0-9_]*>")
+_TYPE_CACHE: dict[str, object] = {}
+
+
+@functools.cache
+def _dense_type_constraint():
+    """What a dense literal's type may be (as xDSL checks it)."""
+    return base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
 
 
 @dataclass
@@ -33,21 +51,11 @@ class SourceMap:
     _line_starts: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        starts = [0]
-        for i, ch in enumerate(self.text):
-            if ch == "\n":
-                starts.append(i + 1)
-        self._line_starts = starts
+        self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        lo, hi = 0, len(self._line_starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self._line_starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - self._line_starts[lo] + 1
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
 
     def record(self, op: Operation, offset: int) -> None:
         self._locations[op] = self.line_col(offset)
@@ -104,9 +112,94 @@ class _LocatingParser(Parser):
         except Exception as e:  # an op's own parser or constructor failing: locate it
             line, col = self.source_map.line_col(start)
             raise ParseError(f"{self.source_map.filename}:{line}:{col}: error: "
-                             f"{_first_line(str(e)) or type(e).__name__}") from None
+                             f"{_describe(e)}") from None
         self.source_map.record(op, start)
         return op
+
+    def parse_optional_type(self):  # type: ignore[override]
+        """Ranked tensor types, written over and over in a program, are parsed once each
+        (types are immutable, so one instance serves every use)."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.BARE_IDENT or token.text != "tensor":
+            return super().parse_optional_type()
+        m = _TENSOR_TYPE.match(self.lexer.input.content, token.span.start)
+        if m is None:
+            return super().parse_optional_type()
+        cached = _TYPE_CACHE.get(m.group())
+        if cached is not None:
+            self._resume_from(m.end())
+            return cached
+        parsed = super().parse_optional_type()
+        if len(_TYPE_CACHE) < 4096:
+            _TYPE_CACHE[m.group()] = parsed
+        return parsed
+
+    def parse_dense_int_or_fp_elements_attr(self, type):  # type: ignore[override]
+        """Plain numeric literals and splats on a fast path (dense_literal.py); the rest, and
+        every error, through xDSL."""
+        fast = self._fast_dense(type)
+        return fast if fast is not None else super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _fast_dense(self, type):
+        text = self.lexer.input.content
+        if self._current_token.text != "<":
+            return None
+        start = self._current_token.span.end
+        while start < len(text) and text[start] in " \t\r\n":
+            start += 1
+        if text.startswith("[", start):
+            scanned = dense_literal.scan_literal(text, start)
+            if scanned is None:
+                return None
+            array, end = scanned
+            at = self._current_token.span.start
+            given = type
+            self.parse_punctuation("<")
+            self._resume_from(end)
+            self.parse_punctuation(">", " in dense attribute")
+            if type is None:
+                self.parse_punctuation(":", " in dense attribute")
+                type = self._parse_dense_literal_type()
+            data = None
+            if list(type.get_shape()) == list(array.shape):
+                data = dense_literal.literal_bytes(array, type.element_type)
+            if data is None:   # xDSL converts (and reports) what the fast path does not take
+                self._resume_from(at)
+                return super().parse_dense_int_or_fp_elements_attr(given)
+            return dense_literal.dense_attr(type, data)
+        if not dense_literal.splat_follows(text, start):
+            return None
+        self.parse_punctuation("<")
+        element = self._parse_tensor_literal_element()
+        self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        if isinstance(type.element_type, ComplexType):
+            self.raise_error("complex dense literals need (re, im) pairs")
+        # One element packed, its bytes repeated: from_list does this for a 1-element list.
+        return DenseIntOrFPElementsAttr.from_list(type, [element.to_type(self, type.element_type)])
+
+    def _parse_dense_literal_type(self):  # type: ignore[override]
+        """The type after a dense literal, refused before a splat is expanded to a size that
+        would not fit in memory."""
+        start = self.pos
+        # xDSL's own version rebuilds its type constraint on every call (tens of ms each).
+        type = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
+        if not _dense_type_constraint().verifies(type):
+            self.raise_error("Expected memref, vector or tensor type of integer, index, float, "
+                             "or complex type", start, self.pos)
+        if any(dim == DYNAMIC_INDEX for dim in type.get_shape()):
+            self.raise_error("Dense literal attribute should have a static shape.", start,
+                             self.pos)
+        count = math.prod(type.get_shape())
+        size = count * max(1, type.element_type.bitwidth // 8) \
+            if hasattr(type.element_type, "bitwidth") else count * 16
+        if size > dense_literal.MAX_BYTES:
+            self.raise_error(f"dense constant of {count} elements is larger than the "
+                             f"{dense_literal.MAX_BYTES >> 20} MiB a constant may hold",
+                             start, self.pos)
+        return type
 
     def _parse_tensor_literal_element(self):  # type: ignore[override]
         token = self._current_token
@@ -135,9 +228,10 @@ def _context() -> Context:
 def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceMap]:
     """Parse and verify MLIR text; raises ParseError with `file:line:col: error: ...`."""
     source_map = SourceMap(filename, text)
-    parser = _LocatingParser(_context(), text, filename)
-    parser.source_map = source_map
+    parser: _LocatingParser | None = None
     try:
+        parser = _LocatingParser(_context(), text, filename)   # lexes the first token
+        parser.source_map = source_map
         module = parser.parse_module()
     except ParseError:
         raise
@@ -146,14 +240,21 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
         line, col = source_map.line_col(offset)
         raise ParseError(f"{filename}:{line}:{col}: error: {_first_line(e.msg)}") from None
     except Exception as e:  # xDSL raises plain exceptions from some custom parsers
-        raise ParseError(f"{filename}:1:1: error: {_first_line(str(e)) or type(e).__name__}") from None
+        offset = parser._current_token.span.start if parser is not None else 0  # noqa: SLF001
+        line, col = source_map.line_col(offset)
+        raise ParseError(f"{filename}:{line}:{col}: error: {_describe(e)}") from None
     try:
         module.verify()
     except VerifyException as e:
         raise ParseError(f"{source_map.location(_failing_op(module, e))}: error: "
                          f"{_first_line(str(e))}") from None
     except Exception as e:
-        raise ParseError(f"{filename}:1:1: error: {_first_line(str(e))}") from None
+        raise ParseError(f"{source_map.location(_failing_op(module, e))}: error: "
+                         f"{_first_line(str(e)) or type(e).__name__}") from None
+    try:
+        verifier.verify_module(module)
+    except verifier.Invalid as e:
+        raise ParseError(source_map.error(e.op, str(e))) from None
     return module, source_map
 
 
@@ -167,6 +268,13 @@ def _unregistered_op_offset(text: str, offset: int, message: str) -> int:
     return offset
 
 
+def _describe(e: Exception) -> str:
+    """A one-line message for an exception that xDSL or an op's parser raised."""
+    if isinstance(e, RecursionError):
+        return "nesting too deep to parse"
+    return _first_line(str(e)) or type(e).__name__
+
+
 def _first_line(message: str) -> str:
     for line in message.splitlines():
         if line.strip():
@@ -174,12 +282,12 @@ def _first_line(message: str) -> str:
     return message.strip()
 
 
-def _failing_op(module: ModuleOp, exc: VerifyException) -> Operation | None:
+def _failing_op(module: ModuleOp, exc: Exception) -> Operation | None:
     """The innermost op whose own verification fails (xDSL does not say which)."""
     failing = None
     for op in module.walk():
         try:
-            op.verify_()
+            op.verify(verify_nested_ops=False)
         except Exception:
             failing = op
     return failing

@@ -60,6 +60,9 @@ def _cast(imp, op: tensor.CastOp) -> list[tir.Value]:
 def _dim(imp, op: tensor.DimOp) -> list[tir.Value]:
     source, index = imp.value(op.source), imp.value(op.index)
     i = imp.constants.get(index.id)
+    rank = len(source.type.shape)  # type: ignore[union-attr]
+    if i is not None and not 0 <= i < rank:
+        raise Unsupported(f"tensor.dim: index {i} is out of range for a rank-{rank} tensor", op)
     if i is not None and source.type.shape[i] is not None:  # type: ignore[union-attr]
         return [imp.index_const(source.type.shape[i], op)]  # type: ignore[union-attr]
     return imp.emit("tensor.dim", [source, index], [tir.ScalarType("index")], op).results

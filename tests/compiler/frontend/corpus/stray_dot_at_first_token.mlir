@@ -1,0 +1,4 @@
+// expect-error: 2:1: ellipsis
+.func @f() {
+  return
+}
