@@ -1,4 +1,4 @@
-"""The `irtk` command: devices, compile, run, dump.
+"""The `irtk` command: devices, compile, run, dump, check, vm-as, vm-dis.
 
 User errors (`irtk.Error`) print one message and exit 1, without a traceback. Nothing is
 written unless it is complete: module files are written to a temporary name and renamed.
@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="vulkan-spirv, cpu, or a comma-separated list (default: vulkan-spirv)")
     c.add_argument("--vulkan-target", default="default",
                    help="Vulkan target profile: default, swiftshader, llvmpipe")
+    c.add_argument("--dump-after", metavar="PHASE",
+                   help="print the IR after each listed phase (comma-separated): import, "
+                        "dispatch, stream, vm, or all")
+    c.add_argument("--dump-spirv", metavar="DIR",
+                   help="write each shader's SPIR-V binary (.spv) and disassembly (.spvasm)")
     c.set_defaults(handler=_cmd_compile)
 
     r = sub.add_parser("run", help="run an exported function of a module")
@@ -66,9 +71,38 @@ def _parser() -> argparse.ArgumentParser:
                    help="save a result as @file.npy (repeat per result, in order)")
     r.set_defaults(handler=_cmd_run)
 
-    du = sub.add_parser("dump", help="show what a module holds")
+    du = sub.add_parser("dump", help="show what a module holds (VM code as vm-dis prints it)")
     du.add_argument("module", help=".vmfb file")
+    du.add_argument("--rodata", action="store_true",
+                    help="show every rodata byte (default: segments over 64 bytes are elided)")
     du.set_defaults(handler=_cmd_dump)
+
+    va = sub.add_parser("vm-as", help="assemble VM assembly text into a .vmfb module")
+    va.add_argument("input", help="assembly file ('-' for standard input)")
+    va.add_argument("-o", "--output", required=True, help="module file to write")
+    va.set_defaults(handler=_cmd_vm_as)
+
+    vd = sub.add_parser("vm-dis", help="disassemble a .vmfb module into VM assembly text")
+    vd.add_argument("module", help=".vmfb file")
+    vd.add_argument("-o", "--output", help="text file to write (default: standard output)")
+    vd.set_defaults(handler=_cmd_vm_dis)
+
+    ck = sub.add_parser("check", help="run a test program's functions and report which pass "
+                        "(IREE's check tests)")
+    ck.add_argument("input", help="MLIR file (or a .vmfb module) with test functions")
+    ck.add_argument("--device", default="local-task",
+                    help="local-sync, local-task, vulkan, vulkan://N or vulkan://NAME")
+    ck.add_argument("--target", default=None,
+                    help="vulkan-spirv or cpu (default: the one the device runs)")
+    ck.add_argument("--vulkan-target", default="default",
+                    help="Vulkan target profile: default, swiftshader, llvmpipe")
+    ck.add_argument("--all", action="store_true",
+                    help="also run functions that take arguments, on random inputs "
+                    "(pass: they run without error)")
+    ck.add_argument("--function", action="append", default=[],
+                    help="run only this function (repeat for several)")
+    ck.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    ck.set_defaults(handler=_cmd_check)
     return p
 
 
@@ -103,12 +137,13 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from irtk.compiler import driver
+    options = {"vulkan_target": args.vulkan_target, "dump_after": args.dump_after,
+               "dump_spirv": args.dump_spirv}
     if args.input == "-":
         data = driver.compile_str(sys.stdin.read(), target=args.target, filename="<stdin>",
-                                  vulkan_target=args.vulkan_target)
+                                  **options)
     else:
-        data = driver.compile_file(args.input, target=args.target,
-                                   vulkan_target=args.vulkan_target)
+        data = driver.compile_file(args.input, target=args.target, **options)
     _write_atomically(Path(args.output), data)
     return 0
 
@@ -163,8 +198,68 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_dump(args: argparse.Namespace) -> int:
     from irtk.dump import dump_module
-    print(dump_module(args.module), end="")
+    print(dump_module(args.module, rodata_limit=None if args.rodata else 64), end="")
     return 0
+
+
+def _cmd_vm_as(args: argparse.Namespace) -> int:
+    from irtk.vm.assembler import assemble, assemble_file
+    if args.input == "-":
+        data = assemble(sys.stdin.read(), "<stdin>")
+    else:
+        data = assemble_file(args.input)
+    _write_atomically(Path(args.output), data)
+    return 0
+
+
+def _cmd_vm_dis(args: argparse.Namespace) -> int:
+    from irtk.vm.disassembler import disassemble_module
+    text = disassemble_module(_module_path(args.module))
+    if args.output:
+        _write_atomically(Path(args.output), text.encode("utf-8"))
+    else:
+        print(text, end="")
+    return 0
+
+
+def _module_path(path: str) -> str:
+    if not os.path.isfile(path):
+        raise InputError(f"cannot read '{path}': no such file")
+    return path
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Exit 0 when nothing failed, 1 when a function failed, 2 when the file as a whole could
+    not be checked (unreadable, a compile error outside every function, no such device)."""
+    from irtk import check_runner
+    from irtk.hal import registry
+    try:
+        device = registry.get_device(args.device)
+        target = args.target or check_runner.default_target(args.device)
+        compiled = check_runner.compile_checks(args.input, target,
+                                               vulkan_target=args.vulkan_target)
+        names = [f.name for f in compiled.tests(include_args=True)]
+        unknown = [n for n in args.function if n not in names]
+        if unknown:
+            raise InputError(f"'{args.input}' has no test function '{unknown[0]}'; functions: "
+                             f"{', '.join(names) or 'none'}")
+    except Error as e:
+        print(_error_text(e), file=sys.stderr)
+        return 2
+
+    def report(result: check_runner.CheckResult) -> None:
+        first, *rest = result.line().split("\n")
+        print(first)
+        for line in rest:
+            print("    " + line)
+        sys.stdout.flush()
+
+    results = check_runner.run_compiled(compiled, device,
+                                        include_args=args.all or bool(args.function),
+                                        seed=args.seed, on_result=report,
+                                        only=set(args.function) or None)
+    print(check_runner.summary(results))
+    return 1 if any(r.status == check_runner.FAIL for r in results) else 0
 
 
 if __name__ == "__main__":
