@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from irtk.errors import DeviceError, RuntimeFailure
+from irtk.errors import RuntimeFailure
+from irtk.hal.errors import OutOfMemoryError
 from irtk.hal.allocator import Allocator
 from irtk.hal.buffer import Buffer, BufferUsage
 
@@ -60,7 +61,8 @@ class CpuAllocator(Allocator):
         try:
             return CpuBuffer(size, usage)
         except MemoryError:
-            raise DeviceError(f"out of host memory allocating a buffer of {size} bytes") from None
+            raise OutOfMemoryError("allocate", "out of host memory",
+                                   f" (a buffer of {size} bytes)") from None
 
     def allocate_with_data(self, data: bytes | memoryview,
                            usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:

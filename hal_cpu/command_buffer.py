@@ -1,29 +1,30 @@
-"""Command buffers: a list of recorded commands, turned into work items at each execution.
+"""Command buffers of the CPU drivers: the shared deferred recorder, run as work items.
 
-Recording checks what can be known then (finalization, ordinals, direct buffer ranges, binding
-counts, fill patterns), so a bad recording fails where it was made. Binding-table slots are
-resolved at execution against the table given to `queue_execute`; one recording serves any
-number of submissions with different tables. Commands between two barriers carry no order
-among themselves, so the task system may run them concurrently.
+Recording and binding-table resolution are `irtk.hal.deferred_command_buffer`'s, the same as
+every driver's. At each execution the resolved commands between two barriers become one batch of
+work items (a dispatch's chunks, fills, copies, updates), which the task system may run
+concurrently; a barrier waits for the batch before it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from hal_cpu.buffer import CpuBuffer
 from hal_cpu.executable import CpuExecutable
-from hal_cpu.kernel import Kernel, ResolvedBinding, work_items
+from hal_cpu.kernel import work_items
 from irtk.errors import RuntimeFailure
-from irtk.hal.buffer import Buffer
-from irtk.hal.command_buffer import BindingRef, CommandBuffer
+from irtk.hal.binding import BindingRef, BindingTable, ResolvedBinding
+from irtk.hal.deferred_command_buffer import (Barrier, DeferredCommandBuffer, ResolvedCommand,
+                                              ResolvedCopy, ResolvedDispatch, ResolvedFill,
+                                              ResolvedUpdate)
 from irtk.hal.executable import Executable
 
-BindingTable = Sequence[tuple[Buffer, int, int]]
 WorkItem = Callable[[], None]
+
+__all__ = ["BindingTable", "CpuCommandBuffer", "Runner", "run_commands"]
 
 
 class Runner(Protocol):
@@ -36,52 +37,10 @@ class Runner(Protocol):
         """Run independent work items; returns when all are done, raising the first error."""
 
 
-@dataclass(frozen=True)
-class _Dispatch:
-    kernel: Kernel
-    workgroups: tuple[int, int, int]
-    bindings: tuple[BindingRef, ...]
+class CpuCommandBuffer(DeferredCommandBuffer):
+    buffer_type = CpuBuffer
 
-
-@dataclass(frozen=True)
-class _Fill:
-    target: BindingRef
-    pattern: bytes
-
-
-@dataclass(frozen=True)
-class _Copy:
-    source: BindingRef
-    target: BindingRef
-
-
-@dataclass(frozen=True)
-class _Update:
-    data: bytes
-    target: BindingRef
-
-
-class _Barrier:
-    pass
-
-
-_Command = _Dispatch | _Fill | _Copy | _Update | _Barrier
-
-
-class CpuCommandBuffer(CommandBuffer):
-    def __init__(self, binding_capacity: int = 0) -> None:
-        super().__init__(binding_capacity)
-        self._commands: list[_Command] = []
-
-    @property
-    def command_count(self) -> int:
-        return len(self._commands)
-
-    # --- recording ---------------------------------------------------------------------------
-
-    def dispatch(self, executable: Executable, ordinal: int, workgroups: tuple[int, int, int],
-                 constants: list[int], bindings: list[BindingRef]) -> None:
-        self._check_recording("dispatch")
+    def lookup_export(self, executable: Executable, ordinal: int) -> tuple[Any, str]:
         if not isinstance(executable, CpuExecutable):
             raise RuntimeFailure(
                 f"dispatch: executable {type(executable).__name__} is not a CPU executable")
@@ -89,163 +48,54 @@ class CpuCommandBuffer(CommandBuffer):
             raise RuntimeFailure(f"dispatch: export ordinal {ordinal} is out of range "
                                  f"({len(executable.kernels)} exports)")
         kernel = executable.kernels[ordinal]
-        grid = tuple(int(n) for n in workgroups)
-        if len(grid) != 3 or any(n < 0 for n in grid):
-            raise RuntimeFailure(f"dispatch of '{kernel.name}': workgroup count {workgroups} "
-                                 "must be three non-negative integers")
-        if len(bindings) < kernel.min_binding_count:
-            raise RuntimeFailure(f"dispatch of '{kernel.name}': {len(bindings)} binding(s) "
-                                 f"given, the kernel uses bindings {kernel.bindings}")
-        for i, ref in enumerate(bindings):
-            self._check_ref(ref, f"dispatch of '{kernel.name}': binding {i}")
-        self._commands.append(_Dispatch(kernel, grid, tuple(bindings)))  # type: ignore[arg-type]
+        return kernel, kernel.name
 
-    def execution_barrier(self) -> None:
-        self._check_recording("execution_barrier")
-        if self._commands and not isinstance(self._commands[-1], _Barrier):
-            self._commands.append(_Barrier())
-
-    def fill_buffer(self, target: BindingRef, pattern: bytes) -> None:
-        self._check_recording("fill_buffer")
-        pattern = bytes(pattern)
-        if len(pattern) not in (1, 2, 4):
-            raise RuntimeFailure(f"fill_buffer: pattern of {len(pattern)} bytes "
-                                 "(expected 1, 2 or 4)")
-        self._check_ref(target, "fill_buffer: target")
-        if target.length >= 0 and target.length % len(pattern):
-            raise RuntimeFailure(f"fill_buffer: length {target.length} is not a multiple of "
-                                 f"the {len(pattern)}-byte pattern")
-        self._commands.append(_Fill(target, pattern))
-
-    def copy_buffer(self, source: BindingRef, target: BindingRef) -> None:
-        self._check_recording("copy_buffer")
-        self._check_ref(source, "copy_buffer: source")
-        self._check_ref(target, "copy_buffer: target")
-        self._commands.append(_Copy(source, target))
-
-    def update_buffer(self, data: bytes, target: BindingRef) -> None:
-        self._check_recording("update_buffer")
-        self._check_ref(target, "update_buffer: target")
-        data = bytes(data)
-        if 0 <= target.length < len(data):
-            raise RuntimeFailure(f"update_buffer: {len(data)} bytes do not fit in the "
-                                 f"{target.length}-byte target range")
-        self._commands.append(_Update(data, target))
-
-    def finalize(self) -> None:
-        while self._commands and isinstance(self._commands[-1], _Barrier):
-            self._commands.pop()  # a trailing barrier orders nothing
-        super().finalize()
-
-    def release(self) -> None:
-        self._commands = []
-
-    def _check_recording(self, what: str) -> None:
-        if self.finalized:
-            raise RuntimeFailure(f"{what}: the command buffer is finalized; record a new one")
-
-    def _check_ref(self, ref: BindingRef, what: str) -> None:
-        if ref.slot >= 0:
-            if ref.slot >= self.binding_capacity:
-                raise RuntimeFailure(f"{what}: binding table slot {ref.slot} is beyond the "
-                                     f"command buffer's capacity of {self.binding_capacity}")
-            if ref.offset < 0:
-                raise RuntimeFailure(f"{what}: negative offset {ref.offset}")
-            return
-        if not isinstance(ref.buffer, CpuBuffer):
-            raise RuntimeFailure(f"{what}: {type(ref.buffer).__name__} is not a CPU buffer "
-                                 "(and no binding table slot is given)")
-        _resolve_range(ref.buffer, 0, ref.buffer.size, ref.offset, ref.length, what)
-
-    # --- execution ---------------------------------------------------------------------------
+    def check_dispatch(self, entry: Any, name: str, workgroups: tuple[int, int, int],
+                       constants: list[int], bindings: list[BindingRef]) -> None:
+        if len(bindings) < entry.min_binding_count:
+            raise RuntimeFailure(f"dispatch of '{name}': {len(bindings)} binding(s) given, "
+                                 f"the kernel uses bindings {entry.bindings}")
 
     def execute(self, table: BindingTable | None, runner: Runner) -> None:
-        """Run the commands: barrier-free stretches as one batch of work items each."""
-        if not self.finalized:
-            raise RuntimeFailure("queue_execute: the command buffer was not finalized")
-        batch: list[WorkItem] = []
-        for index, cmd in enumerate(self._commands):
-            if isinstance(cmd, _Barrier):
-                runner.run(batch)
-                batch = []
-            else:
-                batch.extend(self._prepare(index, cmd, table, runner))
-        runner.run(batch)
-
-    def _prepare(self, index: int, cmd: _Command, table: BindingTable | None,
-                 runner: Runner) -> list[WorkItem]:
-        """Resolve one command's bindings into work items; errors name the command."""
-        if isinstance(cmd, _Dispatch):
-            what = f"command {index} (dispatch of '{cmd.kernel.name}')"
-            resolved = [_resolve(ref, table, f"{what}: binding {i}")
-                        for i, ref in enumerate(cmd.bindings)]
-            views = cmd.kernel.bind(resolved)
-            end = cmd.kernel.iteration_end(cmd.workgroups)
-            if end == 0:
-                return []
-            return work_items(cmd.kernel, views, runner.split(end, cmd.kernel.tile_size))
-        if isinstance(cmd, _Fill):
-            buf, off, length = _resolve(cmd.target, table, f"command {index} (fill): target")
-            if length % len(cmd.pattern):
-                raise RuntimeFailure(f"command {index} (fill): length {length} is not a "
-                                     f"multiple of the {len(cmd.pattern)}-byte pattern")
-            return [lambda: _fill(buf, off, length, cmd.pattern)]
-        if isinstance(cmd, _Copy):
-            src = _resolve(cmd.source, table, f"command {index} (copy): source")
-            dst = _resolve(cmd.target, table, f"command {index} (copy): target")
-            if dst[2] < src[2]:
-                raise RuntimeFailure(f"command {index} (copy): {src[2]} source bytes do not "
-                                     f"fit in the {dst[2]}-byte target range")
-            return [lambda: _copy(src, dst)]
-        if isinstance(cmd, _Update):
-            buf, off, length = _resolve(cmd.target, table, f"command {index} (update): target")
-            if length < len(cmd.data):
-                raise RuntimeFailure(f"command {index} (update): {len(cmd.data)} bytes do not "
-                                     f"fit in the {length}-byte target range")
-            return [lambda: _write(buf, off, cmd.data)]
-        raise AssertionError(f"unknown command {cmd!r}")
+        """Resolve against `table`, then run (so a bad table has no partial effect)."""
+        run_commands(self.resolve(table), runner)
 
 
-def _resolve(ref: BindingRef, table: BindingTable | None, what: str) -> ResolvedBinding:
-    """A binding as (buffer, offset, length) in bytes; a negative length means "to the end".
-
-    A slot reference's offset and length are relative to its binding-table entry, as in IREE.
-    """
-    if ref.slot < 0:
-        assert isinstance(ref.buffer, CpuBuffer)
-        return _resolve_range(ref.buffer, 0, ref.buffer.size, ref.offset, ref.length, what)
-    if table is None or ref.slot >= len(table):
-        size = "no binding table" if table is None else f"a table of {len(table)} entries"
-        raise RuntimeFailure(f"{what}: binding table slot {ref.slot} is not in {size}")
-    entry = table[ref.slot]
-    try:
-        buffer, base, length = entry
-    except (TypeError, ValueError):
-        raise RuntimeFailure(f"{what}: binding table entry {ref.slot} is {entry!r}, expected "
-                             "(buffer, offset, length)") from None
-    if not isinstance(buffer, CpuBuffer):
-        raise RuntimeFailure(f"{what}: binding table entry {ref.slot} holds "
-                             f"{type(buffer).__name__}, not a CPU buffer")
-    base, length = _resolve_range(buffer, 0, buffer.size, int(base), int(length),
-                                  f"{what}: binding table entry {ref.slot}")[1:]
-    return _resolve_range(buffer, base, length, ref.offset, ref.length, what)
+def run_commands(resolved: list[ResolvedCommand], runner: Runner) -> None:
+    """Run resolved commands: barrier-free stretches as one batch of work items each."""
+    batch: list[WorkItem] = []
+    for cmd in resolved:
+        if isinstance(cmd, Barrier):
+            runner.run(batch)
+            batch = []
+        else:
+            batch.extend(_work(cmd, runner))
+    runner.run(batch)
 
 
-def _resolve_range(buffer: CpuBuffer, base: int, limit: int, offset: int, length: int,
-                   what: str) -> ResolvedBinding:
-    """The sub-range [offset, offset+length) of [base, base+limit) in `buffer`, checked."""
-    if buffer.released:
-        raise RuntimeFailure(f"{what}: the buffer was released")
-    if length < 0:
-        length = limit - offset
-    if offset < 0 or length < 0 or offset + length > limit:
-        raise RuntimeFailure(f"{what}: range [{offset}, {offset + length}) is outside the "
-                             f"{limit}-byte range bound there")
-    return buffer, base + offset, length
+def _work(cmd: ResolvedCommand, runner: Runner) -> list[WorkItem]:
+    if isinstance(cmd, ResolvedDispatch):
+        kernel = cmd.command.entry
+        views = kernel.bind(list(cmd.bindings), cmd.command.constants)
+        end = kernel.iteration_end(cmd.command.workgroups, views)
+        if end == 0:
+            return []
+        return work_items(kernel, views, runner.split(end, kernel.tile_size))
+    if isinstance(cmd, ResolvedFill):
+        return [lambda: _fill(cmd.target, cmd.pattern)]
+    if isinstance(cmd, ResolvedCopy):
+        return [lambda: _copy(cmd.source, cmd.target)]
+    if isinstance(cmd, ResolvedUpdate):
+        return [lambda: _write(cmd.target, cmd.data)]
+    raise AssertionError(f"unknown command {cmd!r}")
 
 
-def _fill(buffer: CpuBuffer, offset: int, length: int, pattern: bytes) -> None:
-    mem = buffer.host_memory[offset:offset + length]
+def _memory(binding: ResolvedBinding) -> np.ndarray:
+    return binding.buffer.host_memory[binding.offset:binding.offset + binding.length]
+
+
+def _fill(target: ResolvedBinding, pattern: bytes) -> None:
+    mem = _memory(target)
     if len(pattern) == 1:
         mem[:] = pattern[0]
     else:
@@ -254,9 +104,8 @@ def _fill(buffer: CpuBuffer, offset: int, length: int, pattern: bytes) -> None:
 
 
 def _copy(src: ResolvedBinding, dst: ResolvedBinding) -> None:
-    (sbuf, soff, slen), (dbuf, doff, _) = src, dst
-    dbuf.host_memory[doff:doff + slen] = sbuf.host_memory[soff:soff + slen]
+    _memory(dst)[:] = _memory(src)
 
 
-def _write(buffer: CpuBuffer, offset: int, data: bytes) -> None:
-    buffer.host_memory[offset:offset + len(data)] = np.frombuffer(data, dtype=np.uint8)
+def _write(target: ResolvedBinding, data: bytes) -> None:
+    _memory(target)[:] = np.frombuffer(data, dtype=np.uint8)

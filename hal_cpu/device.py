@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hal_cpu.buffer import CpuAllocator
-from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer
+from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer, run_commands
 from hal_cpu.executable import EXECUTABLE_FORMAT, CpuExecutable
 from hal_cpu.semaphore import CpuSemaphore
 from hal_cpu.task_system import InlineRunner, SubmissionQueue, TaskSystem
@@ -67,13 +67,20 @@ class CpuDevice(Device):
             if len(binding_tables) != len(cbs):
                 raise RuntimeFailure(f"queue_execute: {len(binding_tables)} binding tables for "
                                      f"{len(cbs)} command buffers")
-            # Captured now: the caller may reuse its lists while the submission is queued.
-            tables = [None if t is None else list(t) for t in binding_tables]
+            tables = list(binding_tables)
+        # Resolved now, as the Vulkan driver records at submit: a bad binding table is raised
+        # here (and fails the signal fence), and later changes to the caller's lists do not
+        # reach the queued work.
+        try:
+            plans = [cb.resolve(table) for cb, table in zip(cbs, tables)]
+        except RuntimeFailure as e:
+            signal.fail(e)
+            raise
         runner = self.task_system
 
         def work() -> None:
-            for cb, table in zip(cbs, tables):
-                cb.execute(table, runner)
+            for plan in plans:
+                run_commands(plan, runner)
         self._submit(wait, signal, work)
 
     def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
@@ -85,6 +92,11 @@ class CpuDevice(Device):
     def queue_dealloca(self, wait: Fence, signal: Fence, buffer: Buffer) -> None:
         self._check_live()
         self._submit(wait, signal, buffer.release)
+
+    def _host_submit(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
+        """Host transfers (queue_read/queue_write) are ordinary work on the CPU queue."""
+        self._check_live()
+        self._submit(wait, signal, work)
 
     def release(self) -> None:
         if self._released:

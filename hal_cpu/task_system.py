@@ -158,3 +158,4 @@ class SubmissionQueue:
             if job is None:
                 return
             job()
+            del job  # do not hold its fences and buffers while waiting for the next

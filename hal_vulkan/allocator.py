@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import vulkan as vk
 
 from irtk.errors import DeviceError
+from irtk.hal.errors import OutOfMemoryError
 from irtk.hal import Allocator, BufferUsage
 from hal_vulkan.buffer import BufferResource, VulkanBuffer
 from hal_vulkan.resource import release_when_collected
@@ -145,7 +146,25 @@ class VulkanAllocator(Allocator):
         buffer._finalizer = release_when_collected(buffer, resource, device.garbage)
         return buffer
 
+    def _check_fits(self, size: int) -> None:
+        """Refuse, before Vulkan sees it, a request no memory heap or buffer can hold (the
+        validation layer reports those calls as errors rather than letting them fail)."""
+        physical = self.device.physical
+        limits = physical.limits
+        bounds = [(int(limits.get("maxMemoryAllocationSize", 1 << 62)),
+                   "maxMemoryAllocationSize"),
+                  (int(limits.get("maxBufferSize", 1 << 62)), "maxBufferSize"),
+                  (max((h for h, _ in physical.memory_heaps), default=1 << 62),
+                   "the largest memory heap")]
+        for bound, what in bounds:
+            if size > bound:
+                raise OutOfMemoryError(
+                    "allocate", "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+                    f" (a buffer of {size} bytes exceeds {what}, {bound} bytes, of device "
+                    f"'{self.device.info.name}')")
+
     def _place(self, size: int) -> tuple[MemoryBlock, int]:
+        self._check_fits(size)
         if size * 4 >= self.block_size:
             reserved = max(self.alignment,
                            (size + self.alignment - 1) // self.alignment * self.alignment)

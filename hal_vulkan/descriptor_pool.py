@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
 
-from irtk.errors import DeviceError
-from hal_vulkan.status import call, result_name
+from hal_vulkan.status import call, vk_error
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
 
+# VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT (Vulkan 1.2 core; the binding has only a
+# None alias for it).
+POOL_UPDATE_AFTER_BIND = 0x2
 SETS_PER_POOL = 64
 DESCRIPTORS_PER_POOL = 512
 
@@ -31,8 +33,10 @@ class DescriptorPoolCache:
     def acquire(self) -> Any:
         if self._idle:
             return self._idle.pop()
+        flags = POOL_UPDATE_AFTER_BIND if self.device.update_after_bind else 0
         pool = call(vk.vkCreateDescriptorPool, self.device.handle, vk.VkDescriptorPoolCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=SETS_PER_POOL,
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, flags=flags,
+            maxSets=SETS_PER_POOL,
             pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                 descriptorCount=DESCRIPTORS_PER_POOL)]), None)
         self.device.tracker.created("VkDescriptorPool")
@@ -79,8 +83,7 @@ class DescriptorArena:
                 return vk.vkAllocateDescriptorSets(device.handle, info)[0]
             except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool) as e:
                 if attempt:
-                    raise DeviceError(f"vkAllocateDescriptorSets failed: {result_name(e)}") \
-                        from None
+                    raise vk_error("vkAllocateDescriptorSets", e) from None
         raise AssertionError("unreachable")
 
     def reset(self) -> None:

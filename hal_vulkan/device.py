@@ -8,6 +8,7 @@ resources whose last submission has completed.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -15,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 import vulkan as vk
 
 from irtk.errors import DeviceError, Error, RuntimeFailure
-from irtk.hal import Buffer, CommandBuffer, Device, Fence
+from irtk.hal import BindingRef, Buffer, CommandBuffer, Device, Fence
 from hal_vulkan.allocator import VulkanAllocator
+from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.command_buffer import VulkanCommandBuffer
 from hal_vulkan.descriptor_pool import DescriptorPoolCache
 from hal_vulkan.executable import VulkanExecutable
 from hal_vulkan.physical_device import (EXECUTABLE_FORMAT, FEATURE_STRUCTS,
-                                        PUSH_DESCRIPTOR_EXTENSION, WANTED_FEATURES)
+                                        PUSH_DESCRIPTOR_EXTENSION, REBIND_SWITCH,
+                                        WANTED_FEATURES)
 from hal_vulkan.pipeline_cache import PipelineCache
 from hal_vulkan.queue import Queue
 from hal_vulkan.semaphore import VulkanSemaphore
@@ -48,10 +51,17 @@ class VulkanDevice(Device):
         self._resources: dict[int, Resource] = {}
         self._retiring: list[Resource] = []
         self._check_usable(physical)
+        # Rebinding recordings through update-after-bind descriptors is experimental and off
+        # unless IRTK_VULKAN_REBIND=1: with it on, an end-to-end host-program test (a loop that
+        # resubmits one command buffer with alternating tables) corrupts memory on SwiftShader,
+        # cause not found yet. Push descriptors are used only where rebinding is off.
+        self.update_after_bind = os.environ.get(REBIND_SWITCH) == "1" and \
+            physical.update_after_bind
+        self.push_descriptors = physical.push_descriptors and not self.update_after_bind
         self.handle = self._create_device(physical)
         try:
             self.push_descriptor_set: Any = None
-            if physical.push_descriptors:
+            if self.push_descriptors:
                 self.push_descriptor_set = device_function(self.handle,
                                                            "vkCmdPushDescriptorSetKHR")
             self.queue = Queue(self)
@@ -97,7 +107,7 @@ class VulkanDevice(Device):
         queue_info = vk.VkDeviceQueueCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
             queueFamilyIndex=pd.queue_family, queueCount=1, pQueuePriorities=[1.0])
-        extensions = [PUSH_DESCRIPTOR_EXTENSION] if pd.push_descriptors else []
+        extensions = [PUSH_DESCRIPTOR_EXTENSION] if self.push_descriptors else []
         info = vk.VkDeviceCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=features2,
             pQueueCreateInfos=[queue_info], ppEnabledExtensionNames=extensions or None)
@@ -229,6 +239,77 @@ class VulkanDevice(Device):
                 resource.last_use = serial
         self.check()
 
+    def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
+        """The buffer exists at once; `signal` (reached after `wait`, on the GPU's timeline)
+        says when queued work may use it."""
+        self.check()
+        buffer = self.allocator.allocate(size)
+        self.queue_execute(wait, signal, [])
+        return buffer
+
+    def queue_write(self, wait: Fence, signal: Fence, source: bytes | bytearray | memoryview,
+                    target: Buffer, offset: int) -> None:
+        """The bytes go into a host-mapped staging buffer now and are copied on the queue,
+        ordered by the fences (so unmapped memory never needs a blocking transfer)."""
+        self.check()
+        data = memoryview(source).tobytes()
+        self._check_transfer("queue_write", signal, target, offset, len(data))
+        if not data:
+            self.queue_execute(wait, signal, [])
+            return
+        with self.lock:
+            staging = self.transfer.staging_allocator().allocate_with_data(data)
+        self._queue_commands(wait, signal, "queue_write", lambda cb: cb.copy_buffer(
+            BindingRef(staging, 0, len(data)), BindingRef(target, offset, len(data))))
+        staging.release()  # freed once the copy has completed
+
+    def queue_read(self, wait: Fence, signal: Fence, source: Buffer, offset: int,
+                   target: bytearray | memoryview, length: int) -> None:
+        """Copy on the queue into a host-mapped staging buffer (ordered by `wait`), then, on
+        the host queue, from there into `target` before `signal` is signalled."""
+        self.check()
+        view = memoryview(target)
+        view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
+        if view.readonly or view.nbytes < length:
+            super().queue_read(wait, signal, source, offset, target, length)  # raises
+            return
+        self._check_transfer("queue_read", signal, source, offset, length)
+        with self.lock:
+            staging = self.transfer.staging_allocator().allocate(max(length, 1))
+        copied = Fence([(self.create_semaphore(0), 1)])
+        try:
+            self._queue_commands(wait, copied, "queue_read", lambda cb: cb.copy_buffer(
+                BindingRef(source, offset, length), BindingRef(staging, 0, length)))
+        except Exception as e:
+            signal.fail(e)
+            staging.release()
+            raise
+
+        def finish() -> None:
+            try:
+                view[:length] = staging.read(0, length)
+            finally:
+                staging.release()
+        self._host_submit(copied, signal, finish)
+
+    def queue_dealloca(self, wait: Fence, signal: Fence, buffer: Buffer) -> None:
+        """Release the buffer once `wait` is reached (waiting here, on the caller's thread);
+        its range returns to the allocator when the GPU work using it has completed."""
+        self.check()
+        allocated = buffer.allocated_buffer
+        if not isinstance(allocated, VulkanBuffer) or allocated.device is not self:
+            error = RuntimeFailure(f"queue_dealloca: the buffer is not of device "
+                                   f"'{self.info.name}'")
+            signal.fail(error)
+            raise error
+        try:
+            wait.wait()
+        except Exception as e:
+            signal.fail(e)
+            raise
+        allocated.release()
+        self.queue_execute(Fence(), signal, [])
+
     def _points(self, fence: Fence, what: str) -> list[tuple[VulkanSemaphore, int]]:
         points = []
         for semaphore, value in fence.points:
@@ -248,6 +329,9 @@ class VulkanDevice(Device):
 
     def release(self) -> None:
         """Wait for the queue, then destroy every object the device still owns; idempotent."""
+        if self.released:
+            return
+        self._shutdown_host_queue_nowait()
         with self.lock:
             if self.released:
                 return
@@ -272,6 +356,14 @@ class VulkanDevice(Device):
                 vk.vkDestroyDevice(self.handle, None)
         if self.log is not None:
             self.log.raise_pending()
+
+    def _shutdown_host_queue_nowait(self) -> None:
+        """Host transfers still waiting on fences that will never be reached would block the
+        release: fail their waits first (as abandon_blocked does for GPU waits)."""
+        with self.lock:
+            if not self.released:
+                self.queue.abandon_blocked()
+        self._shutdown_host_queue()
 
     def __repr__(self) -> str:
         return f"VulkanDevice({self.info.name!r})"

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
 
 _COMPUTE = vk.VK_SHADER_STAGE_COMPUTE_BIT
+# Vulkan 1.2 core values the binding only has as unresolved aliases (None).
+SET_LAYOUT_UPDATE_AFTER_BIND_POOL = 0x2  # VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def _build(device: VulkanDevice, spec: ExecutableSpec,
         max_push = int(device.physical.limits.get("maxPushDescriptors", 0))
         push_flags: list[bool] = []
         for entry in spec.entry_points:
-            push = device.physical.push_descriptors and len(entry.bindings) <= max_push
+            push = device.push_descriptors and len(entry.bindings) <= max_push
             push_flags.append(push)
             set_layout, pipeline_layout = _layouts(device, entry, push)
             res.set_layouts.append(set_layout)
@@ -155,9 +157,15 @@ def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[A
         binding=b.binding, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
         descriptorCount=1, stageFlags=_COMPUTE) for b in entry.bindings]
     flags = vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if push else 0
+    binding_flags = None
+    if device.update_after_bind and not push and bindings:
+        flags = SET_LAYOUT_UPDATE_AFTER_BIND_POOL
+        binding_flags = vk.VkDescriptorSetLayoutBindingFlagsCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO,
+            pBindingFlags=[vk.VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT] * len(bindings))
     set_layout = call(vk.vkCreateDescriptorSetLayout, handle, vk.VkDescriptorSetLayoutCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, flags=flags,
-        pBindings=bindings or None), None)
+        sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, pNext=binding_flags,
+        flags=flags, pBindings=bindings or None), None)
     tracker.created("VkDescriptorSetLayout")
     ranges = [vk.VkPushConstantRange(stageFlags=_COMPUTE, offset=0,
                                      size=4 * entry.push_constant_count)]

@@ -31,10 +31,11 @@ _SHAPE: dict[str, dict[str, tuple[int, str]]] = {
                       "workgroup_size": (2, "[u32]"), "bindings": (3, "[BindingDef]"),
                       "push_constant_count": (4, "<I")},
     "BindingDef": {"binding": (0, "<I"), "read_only": (1, "<B")},
-    "RequirementsDef": {name: (i, "<B" if i in (1, 2, 3, 4, 5) else "<I") for i, name in enumerate(
+    "RequirementsDef": {name: (i, "<B" if i in (1, 2, 3, 4, 5, 11, 12) else "<I")
+                        for i, name in enumerate(
         ("subgroup_size", "float16", "float64", "int8", "int16", "int64",
          "max_workgroup_invocations", "shared_memory_bytes", "push_constant_bytes",
-         "spirv_version", "vulkan_version"))},
+         "spirv_version", "vulkan_version", "storage_buffer_8bit", "storage_buffer_16bit"))},
 }
 
 
@@ -199,6 +200,7 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
         int64=bool(req.int64), max_workgroup_invocations=int(req.maxWorkgroupInvocations),
         shared_memory_bytes=int(req.sharedMemoryBytes),
         push_constant_bytes=int(req.pushConstantBytes), spirv_version=int(req.spirvVersion),
-        vulkan_version=int(req.vulkanVersion))
+        vulkan_version=int(req.vulkanVersion), storage_8bit=bool(req.storageBuffer8bit),
+        storage_16bit=bool(req.storageBuffer16bit))
     return ExecutableSpec(_text(root.targetProfile, "target_profile"), tuple(modules),
                           tuple(entries), requirements)

@@ -12,7 +12,7 @@ import vulkan as vk
 
 from irtk.errors import DeviceError
 from hal_vulkan import validation
-from hal_vulkan.status import call, instance_function, make_version, result_name
+from hal_vulkan.status import call, instance_function, make_version, vk_error
 
 # The newest API irtk uses; older loaders get what they offer (1.2 is the minimum for devices).
 TARGET_API = make_version(1, 3)
@@ -51,7 +51,15 @@ class VulkanInstance:
             layers.append(validation.LAYER_NAME)
             extensions.append("VK_EXT_debug_utils")
             self.log = validation.ValidationLog()
-            next_chain = validation.messenger_create_info(self.log)
+            messenger_info = validation.messenger_create_info(self.log)
+            layer_ext = {e.extensionName for e in call(
+                vk.vkEnumerateInstanceExtensionProperties, validation.LAYER_NAME)}
+            if validation.FEATURES_EXTENSION not in layer_ext:
+                raise DeviceError(f"{validation.ENV_SWITCH}=1 needs "
+                                  f"{validation.FEATURES_EXTENSION} for synchronization "
+                                  "validation")
+            extensions.append(validation.FEATURES_EXTENSION)
+            next_chain = validation.features_info(messenger_info)
         app = vk.VkApplicationInfo(
             sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="irtk",
             applicationVersion=make_version(0, 1), pEngineName="irtk",
@@ -63,14 +71,14 @@ class VulkanInstance:
         try:
             self.handle = vk.vkCreateInstance(info, None)
         except (vk.VkError, vk.VkException) as e:
-            raise DeviceError(
-                f"vkCreateInstance failed: {result_name(e)} (no usable Vulkan driver; "
+            raise vk_error(
+                "vkCreateInstance", e, " (no usable Vulkan driver; "
                 f"VK_DRIVER_FILES={os.environ.get('VK_DRIVER_FILES', '<unset>')})") from None
         if self.log is not None:
             create = instance_function(self.handle, "vkCreateDebugUtilsMessengerEXT")
             self._destroy_messenger = instance_function(self.handle,
                                                         "vkDestroyDebugUtilsMessengerEXT")
-            self._messenger = call(create, self.handle, next_chain, None)
+            self._messenger = call(create, self.handle, messenger_info, None)
         self.physical_devices: list[Any] = list(call(vk.vkEnumeratePhysicalDevices, self.handle))
 
     def destroy(self) -> None:

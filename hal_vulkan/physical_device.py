@@ -5,6 +5,7 @@ exactly the intersection of what irtk's shaders may use and what the device has.
 """
 from __future__ import annotations
 
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +25,13 @@ WANTED_FEATURES: dict[str, tuple[str, ...]] = {
     "v12": ("timelineSemaphore", "shaderFloat16", "shaderInt8", "storageBuffer8BitAccess",
             "uniformAndStorageBuffer8BitAccess", "storagePushConstant8", "vulkanMemoryModel",
             "vulkanMemoryModelDeviceScope", "scalarBlockLayout", "shaderSubgroupExtendedTypes",
-            "bufferDeviceAddress", "hostQueryReset"),
+            "bufferDeviceAddress", "hostQueryReset",
+            "descriptorBindingStorageBufferUpdateAfterBind"),
     "v13": ("subgroupSizeControl", "computeFullSubgroups", "maintenance4",
             "synchronization2"),
 }
+
+REBIND_SWITCH = "IRTK_VULKAN_REBIND"
 
 # Feature struct per group: (binding constructor, sType constant).
 FEATURE_STRUCTS = {
@@ -62,6 +66,12 @@ class PhysicalDevice:
 
     def has(self, feature: str) -> bool:
         return any(group.get(feature, False) for group in self.features.values())
+
+    @property
+    def update_after_bind(self) -> bool:
+        """Storage-buffer descriptors can be rewritten in a recorded (not pending) command
+        buffer: then a new binding table needs no re-recording, only a descriptor update."""
+        return self.has("descriptorBindingStorageBufferUpdateAfterBind")
 
     @property
     def push_descriptors(self) -> bool:
@@ -242,6 +252,8 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         int16=pd.has("shaderInt16"),
         int64=pd.has("shaderInt64"),
         push_descriptors=pd.push_descriptors,
+        binding_alignment=int(lim["minStorageBufferOffsetAlignment"]),
+        max_binding_bytes=int(lim["maxStorageBufferRange"]),
         executable_formats=(EXECUTABLE_FORMAT,),
         extra=extra,
     )

@@ -15,7 +15,7 @@ import vulkan as vk
 
 from irtk.errors import DeviceError
 from hal_vulkan.semaphore import create_timeline
-from hal_vulkan.status import call, result_name
+from hal_vulkan.status import call, vk_error
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
@@ -84,7 +84,7 @@ class Queue:
         except vk.VkTimeout:
             return False
         except (vk.VkError, vk.VkException) as e:
-            raise DeviceError(f"vkWaitSemaphores failed: {result_name(e)}") from None
+            raise vk_error("vkWaitSemaphores", e) from None
         self.poll()
         return True
 

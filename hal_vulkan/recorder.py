@@ -4,6 +4,8 @@ Each recording starts with a barrier against everything earlier in submission or
 command buffers of one queue_execute run in order) and ends with a barrier that makes all
 shader and transfer writes visible to the host, so a fence wait is enough before reading.
 Recordings are marked simultaneous-use: one may be resubmitted while still in flight.
+On devices with update-after-bind storage descriptors, an idle recording is pointed at a new
+binding table by rewriting its descriptor sets (`Recording.rebind`) instead of re-recording.
 """
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import vulkan as vk
 
-from irtk.errors import DeviceError, RuntimeFailure
+from irtk.errors import DeviceError
+from irtk.hal.binding import ResolvedBinding
+from irtk.hal.deferred_command_buffer import (Barrier, ResolvedCommand, ResolvedCopy,
+                                              ResolvedDispatch, ResolvedFill, ResolvedUpdate)
 from hal_vulkan import commands as cmds
 from hal_vulkan.descriptor_pool import DescriptorArena
 from hal_vulkan.resource import Resource
@@ -37,7 +42,11 @@ class Recording(Resource):
     def __init__(self, device: VulkanDevice, key: tuple, timed_dispatches: int = -1) -> None:
         super().__init__()
         self.device = device
-        self.key = key
+        self.key = key  # the table entries the recorded commands themselves depend on
+        self.content: tuple = ()  # the table entries the descriptor sets hold now
+        # (command index, descriptor set, binding numbers) of each dispatch with a set, so
+        # `rebind` can rewrite them (devices with update-after-bind descriptors only).
+        self.sets: list[tuple[int, Any, tuple[int, ...]]] = []
         self.timestamps: TimestampQueries | None = None
         info = vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -45,8 +54,9 @@ class Recording(Resource):
             commandBufferCount=1)
         self.handle = call(vk.vkAllocateCommandBuffers, device.handle, info)[0]
         device.tracker.created("VkCommandBuffer")
-        self.arena = None if device.physical.push_descriptors else \
-            DescriptorArena(device.descriptor_pools)
+        # Pools are taken on first use, so push-descriptor recordings cost nothing here; an
+        # entry point with more bindings than maxPushDescriptors still needs sets.
+        self.arena = DescriptorArena(device.descriptor_pools)
         if timed_dispatches >= 0:
             try:
                 self.timestamps = TimestampQueries(device, timed_dispatches)
@@ -57,13 +67,37 @@ class Recording(Resource):
     def reset(self, key: tuple) -> None:
         """Reuse an idle recording for another binding table."""
         call(vk.vkResetCommandBuffer, self.handle, 0)
-        if self.arena is not None:
-            self.arena.reset()
+        self.arena.reset()
         self.key = key
+        self.content = ()
+        self.sets = []
+
+    def rebind(self, commands: list[ResolvedCommand], content: tuple) -> None:
+        """Point the descriptor sets at a new table's buffers, without re-recording. Only for
+        an idle recording on a device with update-after-bind descriptors."""
+        # The buffer infos are kept in `infos` until the call returns: the binding's structs
+        # point at them, and a temporary freed early would hand the driver garbage.
+        infos, writes = [], []
+        for index, dst_set, numbers in self.sets:
+            d = commands[index]
+            assert isinstance(d, ResolvedDispatch)
+            for number, resolved in zip(numbers, d.bindings):
+                what = f"dispatch '{d.command.name}' (command {index}) binding {number}"
+                offset, rng = descriptor_range(self.device, resolved, what)
+                info = vk.VkDescriptorBufferInfo(buffer=resolved.buffer.vk_buffer,
+                                                 offset=offset, range=rng)
+                infos.append(info)
+                writes.append(vk.VkWriteDescriptorSet(
+                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dst_set,
+                    dstBinding=number, descriptorCount=1,
+                    descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=[info]))
+        if writes:
+            vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
+        del infos
+        self.content = content
 
     def destroy_handles(self) -> None:
-        if self.arena is not None:
-            self.arena.reset()
+        self.arena.reset()
         if self.timestamps is not None:
             self.timestamps.destroy()
         vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
@@ -77,7 +111,7 @@ def _global_barrier(cb: Any, src_stage: int, dst_stage: int, src_access: int,
     vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
 
 
-def descriptor_range(device: VulkanDevice, ref: cmds.Resolved, what: str) -> tuple[int, int]:
+def descriptor_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
     """(device offset, range) of a storage-buffer binding, checked against the limits."""
     limits = device.physical.limits
     align = int(limits["minStorageBufferOffsetAlignment"])
@@ -96,6 +130,13 @@ def descriptor_range(device: VulkanDevice, ref: cmds.Resolved, what: str) -> tup
         if offset + 4 > ref.buffer.resource.block.size:
             offset = ref.buffer.device_offset(0)
         return offset, 4
+    # Shaders address storage buffers in 32-bit words (sub-word elements are packed); a range
+    # that ends mid-word would hide that word's elements under robust buffer access. Every
+    # buffer owns its range rounded up to the allocator's alignment, so the word is its own.
+    words = -(-ref.length // 4) * 4
+    resource = ref.buffer.resource
+    if offset + words <= resource.offset + resource.reserved:
+        return offset, words
     return offset, ref.length
 
 
@@ -105,20 +146,18 @@ def execution_barrier(cb: Any) -> None:
 
 
 class Recorder:
-    """Writes one command list into one recording."""
+    """Writes one resolved command list (`DeferredCommandBuffer.resolve`) into one recording."""
 
     def __init__(self, device: VulkanDevice, recording: Recording,
-                 table: cmds.BindingTable | None,
-                 staging: Callable[[cmds.Command], VulkanBuffer]) -> None:
+                 staging: Callable[[int, bytes], VulkanBuffer]) -> None:
         self.device = device
         self.recording = recording
         self.cb = recording.handle
-        self.table = table
-        self.staging = staging  # the command buffer's staging buffer for a fill/update
+        self.staging = staging  # (command index, bytes) -> the command's staging buffer
         self.bound_pipeline: Any = None
         self.dispatch_count = 0
 
-    def record(self, command_list: list[cmds.Command]) -> None:
+    def record(self, command_list: list[ResolvedCommand]) -> None:
         call(vk.vkBeginCommandBuffer, self.cb, vk.VkCommandBufferBeginInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
             flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
@@ -126,35 +165,34 @@ class Recorder:
             self.recording.timestamps.reset(self.cb)
         execution_barrier(self.cb)
         for i, command in enumerate(command_list):
-            if isinstance(command, cmds.Dispatch):
+            if isinstance(command, ResolvedDispatch):
                 self._dispatch(command, i)
-            elif isinstance(command, cmds.Barrier):
+            elif isinstance(command, Barrier):
                 execution_barrier(self.cb)
-            elif isinstance(command, cmds.Fill):
+            elif isinstance(command, ResolvedFill):
                 self._fill(command, i)
-            elif isinstance(command, cmds.Copy):
-                self._copy(command, i)
-            elif isinstance(command, cmds.Update):
+            elif isinstance(command, ResolvedCopy):
+                self._copy(command)
+            elif isinstance(command, ResolvedUpdate):
                 self._update(command, i)
         _global_barrier(self.cb, _WORK_STAGES, vk.VK_PIPELINE_STAGE_HOST_BIT, _WRITES,
                         vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_HOST_WRITE_BIT)
         call(vk.vkEndCommandBuffer, self.cb)
 
-    def _dispatch(self, d: cmds.Dispatch, index: int) -> None:
-        ep, cb = d.entry, self.cb
+    def _dispatch(self, d: ResolvedDispatch, index: int) -> None:
+        ep, cb = d.command.entry, self.cb
         if ep.pipeline is not self.bound_pipeline:
             vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, ep.pipeline)
             self.bound_pipeline = ep.pipeline
         if ep.binding_numbers:
             infos = []
-            for number, ref in zip(ep.binding_numbers, d.bindings):
+            for number, resolved in zip(ep.binding_numbers, d.bindings):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
-                resolved = cmds.resolve(ref, self.table, what)
                 offset, rng = descriptor_range(self.device, resolved, what)
                 infos.append(vk.VkDescriptorBufferInfo(buffer=resolved.buffer.vk_buffer,
                                                        offset=offset, range=rng))
             dst_set = None if ep.push_descriptors else \
-                self.recording.arena.allocate(ep.set_layout)  # type: ignore[union-attr]
+                self.recording.arena.allocate(ep.set_layout)
             writes = [vk.VkWriteDescriptorSet(
                 sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dst_set,
                 dstBinding=number, descriptorCount=1,
@@ -167,13 +205,15 @@ class Recorder:
                 vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
                 vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
                                            ep.pipeline_layout, 0, 1, [dst_set], 0, None)
-        if d.constants:
+                self.recording.sets.append((index, dst_set, ep.binding_numbers))
+        constants = d.command.constants
+        if constants:
             vk.vkCmdPushConstants(cb, ep.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                                  len(d.constants), vk.ffi.from_buffer(d.constants))
+                                  len(constants), vk.ffi.from_buffer(constants))
         queries = self.recording.timestamps
         if queries is not None:
             queries.before(cb, self.dispatch_count)
-        vk.vkCmdDispatch(cb, *d.workgroups)
+        vk.vkCmdDispatch(cb, *d.command.workgroups)
         if queries is not None:
             queries.after(cb, self.dispatch_count)
         self.dispatch_count += 1
@@ -183,11 +223,8 @@ class Recorder:
         region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
         vk.vkCmdCopyBuffer(self.cb, src, dst, 1, [region])
 
-    def _fill(self, f: cmds.Fill, index: int) -> None:
-        target = cmds.resolve(f.target, self.table, f"fill (command {index})")
-        if target.length % len(f.pattern):
-            raise RuntimeFailure(f"fill (command {index}): length {target.length} is not a "
-                                 f"multiple of the {len(f.pattern)}-byte pattern")
+    def _fill(self, f: ResolvedFill, index: int) -> None:
+        target = f.target
         if not target.length:
             return
         start, size, word, ends = cmds.fill_plan(target.buffer.device_offset(target.offset),
@@ -196,33 +233,20 @@ class Recorder:
         if size:
             vk.vkCmdFillBuffer(self.cb, dst, start, size, word)
         if ends:
-            staging = self.staging(f)
+            staging = self.staging(index, cmds.fill_staging(f.pattern))
             for src_offset, dst_offset, n in ends:
                 self._copy_region(staging.vk_buffer, staging.device_offset(src_offset), dst,
                                   dst_offset, n)
 
-    def _copy(self, c: cmds.Copy, index: int) -> None:
-        source = cmds.resolve(c.source, self.table, f"copy source (command {index})")
-        target = cmds.resolve(c.target, self.table, f"copy target (command {index})")
-        if source.length > target.length:
-            raise RuntimeFailure(f"copy (command {index}): {source.length} bytes do not fit the "
-                                 f"{target.length}-byte target range")
-        if not source.length:
+    def _copy(self, c: ResolvedCopy) -> None:
+        if not c.source.length:
             return
-        src_off = source.buffer.device_offset(source.offset)
-        dst_off = target.buffer.device_offset(target.offset)
-        if source.buffer.vk_buffer == target.buffer.vk_buffer and \
-                src_off < dst_off + source.length and dst_off < src_off + source.length:
-            raise RuntimeFailure(f"copy (command {index}): source and target ranges overlap")
-        self._copy_region(source.buffer.vk_buffer, src_off, target.buffer.vk_buffer, dst_off,
-                          source.length)
+        self._copy_region(c.source.buffer.vk_buffer, c.source.buffer.device_offset(c.source.offset),
+                          c.target.buffer.vk_buffer, c.target.buffer.device_offset(c.target.offset),
+                          c.source.length)
 
-    def _update(self, u: cmds.Update, index: int) -> None:
-        target = cmds.resolve(u.target, self.table, f"update (command {index})")
-        n = len(u.data)
-        if n > target.length:
-            raise RuntimeFailure(f"update (command {index}): {n} bytes do not fit the "
-                                 f"{target.length}-byte target range")
+    def _update(self, u: ResolvedUpdate, index: int) -> None:
+        target, n = u.target, len(u.data)
         if not n:
             return
         dst_off = target.buffer.device_offset(target.offset)
@@ -230,6 +254,6 @@ class Recorder:
             vk.vkCmdUpdateBuffer(self.cb, target.buffer.vk_buffer, dst_off, n,
                                  vk.ffi.from_buffer(u.data))
         else:
-            staging = self.staging(u)
+            staging = self.staging(index, u.data)
             self._copy_region(staging.vk_buffer, staging.device_offset(0),
                               target.buffer.vk_buffer, dst_off, n)

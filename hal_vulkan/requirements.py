@@ -17,6 +17,12 @@ _FEATURES = (
     ("int64", "shaderInt64", "64-bit integer support"),
 )
 
+# Storage access features, reported in DeviceInfo.extra as "true"/"false".
+_STORAGE_FEATURES = (
+    ("storage_8bit", "storageBuffer8BitAccess", "8-bit storage buffer access"),
+    ("storage_16bit", "storageBuffer16BitAccess", "16-bit storage buffer access"),
+)
+
 # Highest SPIR-V version each Vulkan version accepts, as (major << 16 | minor << 8).
 _SPIRV_FOR_VULKAN = {(1, 0): 0x10000, (1, 1): 0x10300, (1, 2): 0x10500, (1, 3): 0x10600}
 
@@ -42,6 +48,9 @@ def problems(spec: ExecutableSpec, info: DeviceInfo) -> list[str]:
     out: list[str] = []
     for field, feature, words in _FEATURES:
         if getattr(req, field) and not getattr(info, field):
+            out.append(f"executable needs {feature}; {device} has no {words}")
+    for field, feature, words in _STORAGE_FEATURES:
+        if getattr(req, field) and info.extra.get(feature) != "true":
             out.append(f"executable needs {feature}; {device} has no {words}")
     if req.subgroup_size and req.subgroup_size != info.subgroup_size:
         lo = int(info.extra.get("minSubgroupSize", info.subgroup_size))

@@ -17,7 +17,7 @@ import vulkan as vk
 from irtk.errors import DeviceError, Error, RuntimeFailure
 from irtk.hal import Semaphore
 from hal_vulkan.resource import Resource, release_when_collected
-from hal_vulkan.status import call, result_name
+from hal_vulkan.status import call, vk_error
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
@@ -117,7 +117,7 @@ class VulkanSemaphore(Semaphore):
                     return False
                 continue
             except (vk.VkError, vk.VkException) as e:
-                error = DeviceError(f"vkWaitSemaphores failed: {result_name(e)}")
+                error = vk_error("vkWaitSemaphores", e)
                 self.fail(error)
                 raise error from None
             break

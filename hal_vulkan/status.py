@@ -12,6 +12,15 @@ from typing import Any, Callable
 import vulkan as vk
 
 from irtk.errors import DeviceError
+from irtk.hal.errors import DeviceCallError, DeviceLostError, OutOfMemoryError
+
+_CLASS_OF_RESULT: dict[str, type[DeviceCallError]] = {
+    "VK_ERROR_DEVICE_LOST": DeviceLostError,
+    "VK_ERROR_OUT_OF_HOST_MEMORY": OutOfMemoryError,
+    "VK_ERROR_OUT_OF_DEVICE_MEMORY": OutOfMemoryError,
+    "VK_ERROR_OUT_OF_POOL_MEMORY": OutOfMemoryError,
+    "VK_ERROR_FRAGMENTED_POOL": OutOfMemoryError,
+}
 
 
 def result_name(error: BaseException) -> str:
@@ -22,21 +31,26 @@ def result_name(error: BaseException) -> str:
     return "VK_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name[2:]).upper()
 
 
+def vk_error(call_name: str, error: BaseException | str, detail: str = "") -> DeviceCallError:
+    """The irtk error for a failed Vulkan call: DeviceLostError, OutOfMemoryError or
+    DeviceCallError, naming the call and the result."""
+    result = error if isinstance(error, str) else result_name(error)
+    return _CLASS_OF_RESULT.get(result, DeviceCallError)(call_name, result, detail)
+
+
 def call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call a Vulkan function; a non-success result becomes a DeviceError naming both."""
+    """Call a Vulkan function; a non-success result becomes a DeviceCallError naming both."""
     try:
         return fn(*args)
     except (vk.VkError, vk.VkException) as e:
-        raise DeviceError(f"{getattr(fn, '__name__', 'vulkan call')} failed: {result_name(e)}") \
-            from None
+        raise vk_error(getattr(fn, "__name__", "vulkan call"), e) from None
 
 
 def check_result(name: str, result: int) -> None:
     """For the few functions called straight through `vk.lib` (the binding lacks a wrapper)."""
     if result != vk.VK_SUCCESS:
         exc = vk.exception_codes.get(result)
-        text = result_name(exc()) if exc is not None else f"VkResult({result})"
-        raise DeviceError(f"{name} failed: {text}")
+        raise vk_error(name, exc() if exc is not None else f"VkResult({result})")
 
 
 def device_function(device: Any, name: str) -> Callable[..., Any]:

@@ -4,7 +4,10 @@ Used only when the allocator places buffers in memory that is not host-visible (
 without host-visible storage memory, or `host_mapped=False`): the bytes travel through a
 temporary host-visible buffer and a one-off copy on the queue, waited for on the spot.
 The copy does not wait on any semaphore, so it must not be used for a buffer that queued work
-still writes (the HAL contract: wait for that work's fence first).
+still writes (the HAL contract: wait for that work's fence first), and it queues behind every
+earlier submission (one queue, in order): `Buffer.read`/`write` of unmapped memory wait until
+submissions blocked on fences move. Queue operations therefore never use it: they copy through
+`staging_allocator()` buffers on the queue, ordered by their fences.
 """
 from __future__ import annotations
 
@@ -25,6 +28,11 @@ class HostTransfer:
     def __init__(self, device: VulkanDevice) -> None:
         self.device = device
         self._allocator: VulkanAllocator | None = None
+
+    def staging_allocator(self) -> VulkanAllocator:
+        """Host-mapped buffers (for staging): written by the host at once, never through the
+        queue, so making one cannot wait behind submissions blocked on a fence."""
+        return self._staging()
 
     def _staging(self) -> VulkanAllocator:
         if self._allocator is None:

@@ -416,8 +416,22 @@ class RequirementsDef(object):
             return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
         return 0
 
+    # RequirementsDef
+    def StorageBuffer8bit(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # RequirementsDef
+    def StorageBuffer16bit(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(28))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
 def RequirementsDefStart(builder):
-    builder.StartObject(11)
+    builder.StartObject(13)
 
 def RequirementsDefAddSubgroupSize(builder, subgroupSize):
     builder.PrependUint32Slot(0, subgroupSize, 0)
@@ -452,6 +466,12 @@ def RequirementsDefAddSpirvVersion(builder, spirvVersion):
 def RequirementsDefAddVulkanVersion(builder, vulkanVersion):
     builder.PrependUint32Slot(10, vulkanVersion, 0)
 
+def RequirementsDefAddStorageBuffer8bit(builder, storageBuffer8bit):
+    builder.PrependBoolSlot(11, storageBuffer8bit, 0)
+
+def RequirementsDefAddStorageBuffer16bit(builder, storageBuffer16bit):
+    builder.PrependBoolSlot(12, storageBuffer16bit, 0)
+
 def RequirementsDefEnd(builder):
     return builder.EndObject()
 
@@ -473,6 +493,8 @@ class RequirementsDefT(object):
         pushConstantBytes = 0,
         spirvVersion = 0,
         vulkanVersion = 0,
+        storageBuffer8bit = False,
+        storageBuffer16bit = False,
     ):
         self.subgroupSize = subgroupSize  # type: int
         self.float16 = float16  # type: bool
@@ -485,6 +507,8 @@ class RequirementsDefT(object):
         self.pushConstantBytes = pushConstantBytes  # type: int
         self.spirvVersion = spirvVersion  # type: int
         self.vulkanVersion = vulkanVersion  # type: int
+        self.storageBuffer8bit = storageBuffer8bit  # type: bool
+        self.storageBuffer16bit = storageBuffer16bit  # type: bool
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -518,6 +542,8 @@ class RequirementsDefT(object):
         self.pushConstantBytes = requirementsDef.PushConstantBytes()
         self.spirvVersion = requirementsDef.SpirvVersion()
         self.vulkanVersion = requirementsDef.VulkanVersion()
+        self.storageBuffer8bit = requirementsDef.StorageBuffer8bit()
+        self.storageBuffer16bit = requirementsDef.StorageBuffer16bit()
 
     # RequirementsDefT
     def Pack(self, builder):
@@ -533,6 +559,8 @@ class RequirementsDefT(object):
         RequirementsDefAddPushConstantBytes(builder, self.pushConstantBytes)
         RequirementsDefAddSpirvVersion(builder, self.spirvVersion)
         RequirementsDefAddVulkanVersion(builder, self.vulkanVersion)
+        RequirementsDefAddStorageBuffer8bit(builder, self.storageBuffer8bit)
+        RequirementsDefAddStorageBuffer16bit(builder, self.storageBuffer16bit)
         requirementsDef = RequirementsDefEnd(builder)
         return requirementsDef
 

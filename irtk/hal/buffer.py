@@ -2,11 +2,17 @@
 
 Software Vulkan drivers and the CPU driver expose host-visible memory, so `read`/`write` map
 directly; a driver without host-visible memory stages through a transfer.
+
+A subspan (`Buffer.subspan`) is a window onto another buffer, as IREE's `hal.buffer.subspan`
+makes: it owns no memory, and drivers see through it to the allocated buffer and its offset
+(`allocated_buffer`, `byte_offset`) whenever they bind or copy it.
 """
 from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
+
+from irtk.errors import RuntimeFailure
 
 
 class BufferUsage(enum.IntFlag):
@@ -23,6 +29,16 @@ class Buffer(ABC):
         self.size = size
         self.usage = usage
 
+    @property
+    def allocated_buffer(self) -> "Buffer":
+        """The buffer that owns the memory (itself, unless this is a subspan)."""
+        return self
+
+    @property
+    def byte_offset(self) -> int:
+        """Where this buffer starts inside `allocated_buffer`."""
+        return 0
+
     @abstractmethod
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """Copy `length` bytes (default: to the end) starting at `offset` out to the host."""
@@ -34,7 +50,51 @@ class Buffer(ABC):
     def release(self) -> None:
         """Free the device memory now; idempotent. Drivers override to free eagerly."""
 
+    def subspan(self, offset: int, length: int) -> "Buffer":
+        """A window of `length` bytes at `offset` (the whole buffer for (0, size): itself)."""
+        self._check_range(offset, length)
+        if offset == 0 and length == self.size:
+            return self
+        return SubspanBuffer(self.allocated_buffer, self.byte_offset + offset, length)
+
     def _check_range(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise ValueError(
+            raise RangeError(
                 f"range [{offset}, {offset + length}) is outside the buffer of {self.size} bytes")
+
+
+class RangeError(RuntimeFailure, ValueError):
+    """A byte range outside a buffer (a ValueError too, as it was before subspans existed)."""
+
+
+class SubspanBuffer(Buffer):
+    """Bytes [byte_offset, byte_offset + size) of an allocated buffer; keeps it alive."""
+
+    def __init__(self, allocated: Buffer, byte_offset: int, size: int) -> None:
+        super().__init__(size, allocated.usage)
+        self._allocated = allocated
+        self._offset = byte_offset
+
+    @property
+    def allocated_buffer(self) -> Buffer:
+        return self._allocated
+
+    @property
+    def byte_offset(self) -> int:
+        return self._offset
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        if length is None:
+            length = self.size - offset
+        self._check_range(offset, length)
+        return self._allocated.read(self._offset + offset, length)
+
+    def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
+        self._check_range(offset, memoryview(data).nbytes)
+        self._allocated.write(data, self._offset + offset)
+
+    def release(self) -> None:
+        """A subspan owns no memory; releasing it leaves the allocated buffer alone."""
+
+    def __repr__(self) -> str:
+        return f"SubspanBuffer({self.size} bytes at {self._offset} of {self._allocated!r})"

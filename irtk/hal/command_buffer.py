@@ -6,20 +6,11 @@ slot in the binding table supplied at submit, so one recording serves many calls
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
-from irtk.hal.buffer import Buffer
+from irtk.hal.binding import BindingRef
 from irtk.hal.executable import Executable
 
-
-@dataclass(frozen=True)
-class BindingRef:
-    """A buffer range bound to a dispatch: `buffer` directly, or binding-table `slot`."""
-
-    buffer: Buffer | None
-    offset: int
-    length: int
-    slot: int = -1
+__all__ = ["BindingRef", "CommandBuffer"]
 
 
 class CommandBuffer(ABC):

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ExecutableRequirements:
+    """What an executable needs beyond the baseline; with each export's workgroup size,
+    bindings and push constants (ExportInfo) this is everything a driver checks at load."""
+
     subgroup_size: int = 0  # 0: any
     float16: bool = False
     float64: bool = False
@@ -22,6 +25,8 @@ class ExecutableRequirements:
     push_constant_bytes: int = 0
     spirv_version: int = 0       # (major << 16) | (minor << 8); 0: not SPIR-V
     vulkan_version: int = 0      # (major << 22) | (minor << 12); 0: not Vulkan
+    storage_8bit: bool = False   # 8-bit values loaded from / stored to buffers
+    storage_16bit: bool = False  # 16-bit values loaded from / stored to buffers
 
 
 @dataclass(frozen=True)

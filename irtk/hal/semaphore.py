@@ -2,13 +2,20 @@
 
 A semaphore carries a monotonically increasing 64-bit value; a fence is a set of (semaphore,
 value) points. A failed semaphore carries the error that caused it, and waiting on it raises.
+Timeouts are in seconds for the whole wait (None: forever; 0: just poll).
 """
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 INFINITE_TIMEOUT: float | None = None
+
+# Polling interval bounds for waits that span several semaphores (wait-any).
+_POLL_MIN_S = 50e-6
+_POLL_MAX_S = 2e-3
 
 
 class Semaphore(ABC):
@@ -51,8 +58,40 @@ class Fence:
             s.fail(error)
 
     def wait(self, timeout: float | None = INFINITE_TIMEOUT) -> bool:
-        """Wait for all points; the timeout applies to each point in turn."""
-        return all(s.wait(v, timeout) for s, v in self.points)
+        """Wait for all points within `timeout` seconds overall; raises if one has failed."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        for s, v in self.points:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not s.wait(v, remaining):
+                return False
+        return True
 
     def is_reached(self) -> bool:
+        """Every point reached (raises if one has failed)."""
         return all(s.query() >= v for s, v in self.points)
+
+
+def wait_all(fences: Sequence[Fence], timeout: float | None = INFINITE_TIMEOUT) -> bool:
+    """Every fence reached within `timeout` seconds overall; raises the first failure met."""
+    return Fence([p for f in fences for p in f.points]).wait(timeout)
+
+
+def wait_any(fences: Sequence[Fence], timeout: float | None = INFINITE_TIMEOUT) -> int:
+    """The index of a reached fence (the lowest if several are), or -1 on timeout.
+
+    A failed fence counts as done and raises its failure, as IREE's wait-any reports the
+    failure of any semaphore it waits on. An empty fence is reached at once.
+    """
+    if not fences:
+        raise ValueError("wait_any needs at least one fence")
+    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    delay = _POLL_MIN_S
+    while True:
+        for i, fence in enumerate(fences):
+            if fence.is_reached():
+                return i
+        if deadline is not None and time.monotonic() >= deadline:
+            return -1
+        pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+        time.sleep(pause)
+        delay = min(delay * 2, _POLL_MAX_S)

@@ -56,22 +56,45 @@ def _fence_or_empty(value: Any, function: str, what: str) -> hal.Fence:
     return _check(value, hal.Fence, function, what, "!hal.fence")
 
 
+def _range(function: str, what: str, offset: int, length: int, size: int) -> None:
+    """RuntimeFailure naming the import and argument unless [offset, offset+length) fits."""
+    if offset < 0 or length < 0 or offset + length > size:
+        raise RuntimeFailure(f"hal.{function}: {what} range [{offset}, {offset + length}) is "
+                             f"outside the {size}-byte {what}")
+
+
+def _access_length(function: str, length: int) -> int:
+    if length not in (1, 2, 4):
+        raise RuntimeFailure(f"hal.{function}: length must be 1, 2 or 4 bytes, got {length}")
+    return length
+
+
 class HalModule(NativeModule):
     """`hal.*` imports for modules loaded on `device`."""
 
     name = "hal"
     EXPORTS = (
         F("allocator.allocate", "0riiI_r"),
+        F("allocator.allocate.initialized", "0rIiirII_r"),
         F("buffer.length", "0r_I"),
+        F("buffer.load", "0rIi_i"),
+        F("buffer.store", "0irIi_v"),
+        F("buffer.subspan", "0rII_r"),
         F("buffer_view.assert", "0rriiCID_v"),
         F("buffer_view.buffer", "0r_r"),
+        F("buffer_view.byte_length", "0r_I"),
         F("buffer_view.create", "0rIIiiCID_r"),
+        F("buffer_view.dim", "0ri_I"),
+        F("buffer_view.element_type", "0r_i"),
+        F("buffer_view.encoding_type", "0r_i"),
+        F("buffer_view.rank", "0r_i"),
         F("command_buffer.copy_buffer", "0rrIrII_v"),
         F("command_buffer.create", "0riii_r"),
         F("command_buffer.dispatch", "0rriiiiICiDCirIID_v"),
         F("command_buffer.execution_barrier", "0riii_v"),
         F("command_buffer.fill_buffer", "0rrIIii_v"),
         F("command_buffer.finalize", "0r_v"),
+        F("command_buffer.update_buffer", "0rrIrII_v"),
         F("device.allocator", "0r_r"),
         F("device.default", "0v_r"),
         F("device.name", "0r_r"),
@@ -79,6 +102,7 @@ class HalModule(NativeModule):
         F("device.queue.alloca", "0rIrriiiI_r"),
         F("device.queue.dealloca", "0rIrrr_v"),
         F("device.queue.execute", "0rIrrCrD_v"),
+        F("device.queue.execute.indirect", "0rIrrrCrIID_v"),
         F("executable.create", "0rrrr_r"),
         F("fence.await", "0iCrD_i", yieldable=True),
         F("fence.create", "0ri_r"),
@@ -140,6 +164,33 @@ class HalModule(NativeModule):
         dev.queue_execute(_fence_or_empty(wait, fn, "wait fence"),
                           _fence_or_empty(signal, fn, "signal fence"), cmds)
 
+    def device_queue_execute_indirect(self, device: Any, affinity: int, wait: Any, signal: Any,
+                                      command_buffer: Any,
+                                      bindings: list[tuple[Any, int, int]]) -> None:
+        """Run one reusable command buffer with `bindings` as its binding table (slot i is
+        tuple i; a null buffer leaves the slot empty, an error only if a command uses it)."""
+        fn = "device.queue.execute.indirect"
+        dev = _check(device, hal.Device, fn, "device", "!hal.device")
+        cmd = _check(command_buffer, hal.CommandBuffer, fn, "command buffer",
+                     "!hal.command_buffer")
+        table: list[tuple[hal.Buffer | None, int, int]] = []
+        for i, (buffer, offset, length) in enumerate(bindings):
+            if buffer is not None:
+                buf = _check(buffer, hal.Buffer, fn, f"binding {i}", "!hal.buffer")
+                if offset < 0 or (length >= 0 and offset + length > buf.size) or \
+                        offset > buf.size:
+                    raise RuntimeFailure(f"hal.{fn}: binding {i} range [{offset}, "
+                                         f"{offset + max(length, 0)}) is outside the "
+                                         f"{buf.size}-byte buffer")
+                table.append((buf, offset, length))
+            else:
+                table.append((None, offset, length))
+        if cmd.binding_capacity and len(table) > cmd.binding_capacity:
+            raise RuntimeFailure(f"hal.{fn}: {len(table)} bindings exceed the command buffer's "
+                                 f"binding capacity of {cmd.binding_capacity}")
+        dev.queue_execute(_fence_or_empty(wait, fn, "wait fence"),
+                          _fence_or_empty(signal, fn, "signal fence"), [cmd], [table])
+
     # -- allocator and buffers -------------------------------------------------------------------
 
     def allocator_allocate(self, allocator: Any, memory_types: int, usage: int,
@@ -151,8 +202,42 @@ class HalModule(NativeModule):
         flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
         return alloc.allocate(size, flags)
 
+    def allocator_allocate_initialized(self, allocator: Any, affinity: int, memory_types: int,
+                                       usage: int, source: Any, source_offset: int,
+                                       length: int) -> hal.Buffer:
+        """A new buffer holding a copy of `length` bytes of `source` from `source_offset`."""
+        fn = "allocator.allocate.initialized"
+        alloc = _check(allocator, hal.Allocator, fn, "allocator", "!hal.allocator")
+        src = _check(source, VMBuffer, fn, "source", "!vm.buffer")
+        _range(fn, "source", source_offset, length, len(src))
+        flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        return alloc.allocate_with_data(src.data[source_offset:source_offset + length], flags)
+
     def buffer_length(self, buffer: Any) -> int:
         return _check(buffer, hal.Buffer, "buffer.length", "buffer", "!hal.buffer").size
+
+    def buffer_load(self, buffer: Any, offset: int, length: int) -> int:
+        """`length` (1, 2 or 4) bytes at `offset`, little endian, zero-extended to i32."""
+        fn = "buffer.load"
+        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        _access_length(fn, length)
+        _range(fn, "buffer", offset, length, buf.size)
+        value = int.from_bytes(buf.read(offset, length), "little")
+        return value - (1 << 32) if value >= 1 << 31 else value  # the i32 register's bits
+
+    def buffer_store(self, value: int, buffer: Any, offset: int, length: int) -> None:
+        """The low `length` (1, 2 or 4) bytes of `value` at `offset`, little endian."""
+        fn = "buffer.store"
+        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        _access_length(fn, length)
+        _range(fn, "buffer", offset, length, buf.size)
+        buf.write((value & ((1 << (8 * length)) - 1)).to_bytes(length, "little"), offset)
+
+    def buffer_subspan(self, buffer: Any, offset: int, length: int) -> hal.Buffer:
+        fn = "buffer.subspan"
+        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        _range(fn, "buffer", offset, length, buf.size)
+        return buf.subspan(offset, length)
 
     # -- buffer views ----------------------------------------------------------------------------
 
@@ -189,6 +274,32 @@ class HalModule(NativeModule):
     def buffer_view_buffer(self, view: Any) -> hal.Buffer:
         return _check(view, hal.BufferView, "buffer_view.buffer", "buffer view",
                       "!hal.buffer_view").buffer
+
+    def buffer_view_byte_length(self, view: Any) -> int:
+        return _check(view, hal.BufferView, "buffer_view.byte_length", "buffer view",
+                      "!hal.buffer_view").byte_length
+
+    def buffer_view_dim(self, view: Any, axis: int) -> int:
+        fn = "buffer_view.dim"
+        v = _check(view, hal.BufferView, fn, "buffer view", "!hal.buffer_view")
+        if not 0 <= axis < len(v.shape):
+            raise RuntimeFailure(f"hal.{fn}: axis {axis} is out of range for a "
+                                 f"{v.format_shape()} view of rank {len(v.shape)}")
+        return v.shape[axis]
+
+    def buffer_view_element_type(self, view: Any) -> int:
+        et = _check(view, hal.BufferView, "buffer_view.element_type", "buffer view",
+                    "!hal.buffer_view").element_type
+        code = int(et)
+        return code - (1 << 32) if code >= 1 << 31 else code
+
+    def buffer_view_encoding_type(self, view: Any) -> int:
+        return _check(view, hal.BufferView, "buffer_view.encoding_type", "buffer view",
+                      "!hal.buffer_view").encoding
+
+    def buffer_view_rank(self, view: Any) -> int:
+        return len(_check(view, hal.BufferView, "buffer_view.rank", "buffer view",
+                          "!hal.buffer_view").shape)
 
     # -- executables and command buffers ---------------------------------------------------------
 
@@ -237,6 +348,18 @@ class HalModule(NativeModule):
         c.copy_buffer(hal.BindingRef(src, source_offset, length),
                       hal.BindingRef(dst, target_offset, length))
 
+    def command_buffer_update_buffer(self, cmd: Any, source: Any, source_offset: int,
+                                     target: Any, target_offset: int, length: int) -> None:
+        """Bytes of a `!vm.buffer`, captured now, written to the target when executed."""
+        fn = "command_buffer.update_buffer"
+        c = _check(cmd, hal.CommandBuffer, fn, "command buffer", "!hal.command_buffer")
+        src = _check(source, VMBuffer, fn, "source", "!vm.buffer")
+        dst = _check(target, hal.Buffer, fn, "target", "!hal.buffer")
+        _range(fn, "source", source_offset, length, len(src))
+        _range(fn, "target", target_offset, length, dst.size)
+        c.update_buffer(src.data[source_offset:source_offset + length].tobytes(),
+                        hal.BindingRef(dst, target_offset, length))
+
     def command_buffer_dispatch(self, cmd: Any, executable: Any, ordinal: int, x: int, y: int,
                                 z: int, flags: int, constants: list[int],
                                 bindings: list[tuple[int, Any, int, int]]) -> None:
@@ -261,19 +384,27 @@ class HalModule(NativeModule):
         fence.insert(dev.create_semaphore(0), 1)
         return fence
 
-    def fence_await(self, timeout_ms: int, fences: list[Any]) -> int:
-        """0 when every fence is reached, 1 on timeout; a failed fence raises RuntimeFailure."""
+    def fence_await(self, timeout_ms: int, fences: list[Any]) -> Any:
+        """0 when every fence is reached, 1 on timeout (-1 waits forever); a failed fence raises
+        RuntimeFailure. Yieldable: when a fence is not reached yet it returns a `FenceWait`,
+        which suspends the calling invocation until the fences are reached or the timeout
+        passes, so other invocations on the same thread can run meanwhile."""
+        from irtk.vm.yielding import FenceWait
         fn = "fence.await"
+        checked = [_check(fence, hal.Fence, fn, f"fence {i}", "!hal.fence")
+                   for i, fence in enumerate(fences) if fence is not None]
+
+        def failed(e: Exception) -> Exception:
+            if isinstance(e, RuntimeFailure):
+                return e
+            return RuntimeFailure(f"hal.{fn}: the device failed: {e}")
+        try:
+            if all(fence.is_reached() for fence in checked):
+                return STATUS_OK
+        except Exception as e:
+            raise failed(e) from e
+        if timeout_ms == 0:
+            return STATUS_TIMEOUT
         timeout = None if timeout_ms < 0 else timeout_ms / 1000.0
-        for i, fence in enumerate(fences):
-            if fence is None:
-                continue
-            _check(fence, hal.Fence, fn, f"fence {i}", "!hal.fence")
-            try:
-                if not fence.wait(timeout):
-                    return STATUS_TIMEOUT
-            except RuntimeFailure:
-                raise
-            except Exception as e:
-                raise RuntimeFailure(f"hal.{fn}: the device failed: {e}") from e
-        return STATUS_OK
+        return FenceWait(checked, timeout,
+                         lambda reached: STATUS_OK if reached else STATUS_TIMEOUT, failed)

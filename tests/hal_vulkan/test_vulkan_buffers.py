@@ -109,12 +109,14 @@ def test_copy_between_and_within_buffers(device, rng):
 
 def test_overlapping_copy_is_refused(device):
     buf = device.allocator.allocate(64)
-    cb = device.create_command_buffer()
-    cb.copy_buffer(BindingRef(buf, 0, 32), BindingRef(buf, 16, 32))
+    cb = device.create_command_buffer(1)
+    with pytest.raises(RuntimeFailure, match="overlap"):
+        cb.copy_buffer(BindingRef(buf, 0, 32), BindingRef(buf, 16, 32))
+    cb.copy_buffer(BindingRef(buf, 0, 32), BindingRef(None, 16, 32, slot=0))
     cb.finalize()
     sem = device.create_semaphore(0)
     with pytest.raises(RuntimeFailure, match="overlap"):
-        device.queue_execute(Fence(), Fence([(sem, 1)]), [cb])
+        device.queue_execute(Fence(), Fence([(sem, 1)]), [cb], [[(buf, 0, 64)]])
     with pytest.raises(RuntimeFailure, match="overlap"):
         sem.wait(1)  # the signal fence fails with the same error
 

@@ -203,3 +203,81 @@ def _re(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+# -- executables whose code uses what they declare (hand-built SPIR-V) --------------------------
+
+from tests.hal_vulkan import typed_kernels  # noqa: E402
+
+
+def _run_typed(device, data: bytes, src: np.ndarray, out_dtype, count: int) -> np.ndarray:
+    from irtk.hal import BindingRef, Fence
+
+    exe = create(device, data)
+    bsrc = device.allocator.allocate_with_data(src.tobytes())
+    bdst = device.allocator.allocate(count * np.dtype(out_dtype).itemsize)
+    cb = device.create_command_buffer()
+    cb.dispatch(exe, exe.lookup("main"), (count // typed_kernels.WORKGROUP, 1, 1), [],
+                [BindingRef(bsrc, 0, -1), BindingRef(bdst, 0, -1)])
+    cb.finalize()
+    sem = device.create_semaphore(0)
+    device.queue_execute(Fence(), Fence([(sem, 1)]), [cb])
+    assert sem.wait(1, timeout=30)
+    out = np.frombuffer(bdst.read(), dtype=out_dtype).copy()
+    exe.release()
+    return out
+
+
+_MISSING = {"f16": ("float16", "shaderFloat16", "16-bit float support"),
+            "f64": ("float64", "shaderFloat64", "64-bit float support"),
+            "i8": ("int8", "shaderInt8", "8-bit integer support"),
+            "i16": ("int16", "shaderInt16", "16-bit integer support"),
+            "i64": ("int64", "shaderInt64", "64-bit integer support")}
+
+
+@pytest.mark.parametrize("name", list(typed_kernels.TYPES))
+def test_typed_code_runs_where_supported_and_is_refused_elsewhere(device, rng, name):
+    data = typed_kernels.typed_executable(name)
+    dtype = typed_kernels.TYPES[name][0]
+    field, feature, words = _MISSING[name]
+    storage = {k: v for k, v in typed_kernels.TYPES[name][4].items() if k.startswith("storage")}
+    storage_ok = all(device.info.extra.get(
+        "storageBuffer8BitAccess" if "8" in k else "storageBuffer16BitAccess") == "true"
+        for k in storage)
+    if not getattr(device.info, field):
+        refused_without_objects(device, data, rf"executable needs {feature}; device "
+                                              rf"'{_re(device.info.name)}' has no {words}")
+        return
+    if not storage_ok:
+        refused_without_objects(device, data, "executable needs storageBuffer")
+        return
+    count = 4 * typed_kernels.WORKGROUP
+    if np.dtype(dtype).kind == "f":
+        src = rng.uniform(-100, 100, count).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        src = rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+    out = _run_typed(device, data, src, dtype, count)
+    np.testing.assert_array_equal(out, typed_kernels.typed_reference(name, src))
+
+
+def test_subgroup_size_the_device_has_is_what_the_shader_sees(device):
+    size = device.info.subgroup_size
+    count = 2 * typed_kernels.WORKGROUP
+    out = _run_typed(device, typed_kernels.subgroup_executable(size), np.zeros(count, np.uint32),
+                     np.uint32, count)
+    assert set(out.tolist()) == {size}
+
+
+def test_a_subgroup_size_the_device_cannot_give_is_refused(device):
+    lo = int(device.info.extra.get("minSubgroupSize", device.info.subgroup_size))
+    hi = int(device.info.extra.get("maxSubgroupSize", device.info.subgroup_size))
+    size = 2 * max(hi, device.info.subgroup_size)
+    refused_without_objects(device, typed_kernels.subgroup_executable(size),
+                            rf"compiled for subgroup size {size}.*device "
+                            rf"'{_re(device.info.name)}' has subgroup size")
+    if lo < hi and device.info.extra.get("subgroupSizeControl") == "true":
+        count = typed_kernels.WORKGROUP
+        out = _run_typed(device, typed_kernels.subgroup_executable(lo),
+                         np.zeros(count, np.uint32), np.uint32, count)
+        assert set(out.tolist()) == {lo}

@@ -20,6 +20,7 @@ def one_round(device, data: bytes, release: bool) -> None:
     cb.dispatch(exe, 0, (2, 1, 1), [n], [BindingRef(bufs[0], 0, 4 * n),
                                          BindingRef(None, 0, 4 * n, slot=0),
                                          BindingRef(bufs[2], 0, 4 * n)])
+    cb.execution_barrier()  # the fill writes what the dispatch reads
     cb.fill_buffer(BindingRef(bufs[1], 1, 3), b"\x00")  # unaligned: uses a staging buffer
     cb.finalize()
     sem = device.create_semaphore(0)
@@ -87,3 +88,18 @@ def test_releasing_the_device_destroys_everything(fresh_device):
     assert fresh_device.tracker.live() == {}
     for obj in kept:
         obj.release()  # after the device is gone: a no-op, not a crash
+
+
+def test_device_create_use_release_loop_leaves_no_vulkan_object(driver, device_index):
+    """Devices made and dropped in a loop, each after a round of executables, buffers, command
+    buffers and semaphores (some released, some just dropped): every handle is destroyed."""
+    data = mul_add_executable()
+    for i in range(3):
+        device = driver.create_device(device_index)
+        one_round(device, data, release=i % 2 == 0)
+        one_round(device, data, release=False)
+        assert device.live_objects()  # objects exist while the device does
+        device.release()
+        assert device.tracker.live() == {}
+        del device
+        gc.collect()

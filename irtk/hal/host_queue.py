@@ -1,0 +1,78 @@
+"""Host work ordered by fences: what a queue operation that the device cannot run itself needs.
+
+`queue_read` and `queue_write` move bytes between device buffers and host memory; a GPU cannot
+touch the caller's memory, so the copy runs on the host, after the wait fence is reached and
+before the signal fence is signalled. Each device keeps one `HostQueue`: a thread that runs
+these operations in submission order. An error (including a failed wait fence) fails the signal
+fence instead of being raised, exactly as a failed device submission would.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+
+from irtk.hal.semaphore import Fence
+
+
+class HostQueueOp:
+    """Wait, work, signal; any error fails the signal fence instead."""
+
+    __slots__ = ("wait", "signal", "work")
+
+    def __init__(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
+        self.wait, self.signal, self.work = wait, signal, work
+
+    def __call__(self) -> None:
+        # The work and the wait fence are dropped before signalling, so whoever the signal
+        # wakes finds the buffers and semaphores they held already unreferenced here.
+        wait, signal, work = self.wait, self.signal, self.work
+        self.wait = self.signal = self.work = None  # type: ignore[assignment]
+        error: Exception | None = None
+        try:
+            wait.wait()
+            work()
+        except Exception as e:  # noqa: BLE001 - reported through the fence
+            error = e
+        del wait, work
+        if error is None:
+            try:
+                signal.signal()
+                return
+            except Exception as e:  # noqa: BLE001 - e.g. a value below the payload
+                error = e
+        signal.fail(error)
+
+
+class HostQueue:
+    """One thread running host queue operations in the order they were submitted."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._queue: queue.SimpleQueue[HostQueueOp | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, op: HostQueueOp) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put(op)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Finish what is queued (up to `timeout` seconds) and stop the thread."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            op = self._queue.get()
+            if op is None:
+                return
+            op()
+            del op  # do not hold its fences and buffers while waiting for the next
