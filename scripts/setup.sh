@@ -45,6 +45,11 @@ fi
 # --- Python virtual environment ----------------------------------------------------------
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
+# A venv left half-made by an interrupted run (no working pip) is made again from scratch.
+if [ -d "$VENV" ] && ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+  log "removing the broken $VENV"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating $VENV"
   "$PY" -m venv "$VENV"
