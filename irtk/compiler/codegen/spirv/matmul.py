@@ -17,8 +17,9 @@ Variants (`tiling_for`, docs/codegen_spirv.md):
   through subgroup broadcasts where the subgroup size is fixed, else 16-byte loads where the
   layout allows;
 - convolution: the direct variant with every reduction loop nested in order.
-C's initial value is added once at the end (sums are reassociated) and stores are
-bounds-checked.
+Each accumulator starts at C's initial value and adds the products in k order (reduction
+loops nested in order for convolutions), each step rounded: the sequential order kernel.py
+requires of float reductions with a computed addend. Stores are bounds-checked.
 
 Selection: matmul when m and n have at least `MIN_EXTENT` points and k at least `MIN_K`
 (dynamic extents count as large); convolution for any recognized kernel with several reduction
@@ -42,6 +43,7 @@ from .typed_ops import emit_typed
 MIN_EXTENT = 8
 MIN_K = 8
 CONV_RM, CONV_RN = 4, 4
+LARGE_WORK = 1 << 26     # multiply-adds from which lavapipe's matmul uses 32-row blocks
 _WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp",
                        "arith.uitofp"})
 
@@ -65,7 +67,7 @@ class Tiling:
         return (self.tm // self.rm) * (self.tn // self.rn)
 
 
-def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0) -> Tiling:
+def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent = 0) -> Tiling:
     """The tiling for a contraction of m x n outputs (0 or a name: not known statically).
 
     CPU-based devices (`profile.cpu_device`) use a direct variant: one subgroup-sized
@@ -76,7 +78,10 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0) -> Tiling:
     5 s, 16 x 8 in 13 s, 32 x 8 in 40 s, for 17, 18 and 13 ms of CPU on 256^3):
     - with a fixed subgroup size and broadcasts: A is shared through the subgroup (one load per
       lane and row for `lanes` k values); RM = 16/8/4 and RN = 4/2/1 by the problem size
-      (unknown sizes 8 x 4);
+      (unknown sizes 8 x 4); RM = 32 with 8 lanes (lavapipe) for static problems of at least
+      `LARGE_WORK` multiply-adds, where 30% fewer loads (4 + 4 per lane and k for 128
+      multiply-adds instead of 2 + 4 for 64) repay a slower first compile (about 16 s instead
+      of 2 on a loaded machine; SwiftShader, 4 lanes, measured no gain);
     - otherwise: 16-byte loads where the layout allows, RM x RN = 8 x 8.
     Others: 64 x 64 tiles staged in shared memory, 4 x 4 per invocation (256 invocations;
     32 x 32 tiles where only 64 invocations are allowed)."""
@@ -89,6 +94,11 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0) -> Tiling:
             return next((b for b in sizes if extent >= 4 * b * unit), sizes[-1])
         if profile.subgroup_size and profile.subgroup_ballot:
             rm, rn = pick(m, (16, 8, 4), 1, 8), pick(n, (4, 2, 1), lanes // 2, 4)
+            sizes = (m, n, k)
+            if lanes >= 8 and rm == 16 and rn == 4 and all(
+                    isinstance(x, int) and x > 0 for x in sizes) and \
+                    math.prod(sizes) >= LARGE_WORK and m >= 4 * 32:  # type: ignore[arg-type]
+                rm = 32
             return Tiling(rm, rn * lanes, 1, rm, rn, shared=False, broadcast=True)
         return Tiling(8, 8 * lanes, 1, 8, 8, shared=False)
     if profile.max_workgroup_invocations >= 256:
@@ -182,7 +192,7 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
     for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
         if isinstance(ranges[d], int) and ranges[d] < least:
             return None
-    tiling = tiling_for(profile, ranges[c.m], ranges[c.n])
+    tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k])
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
     return _Generator(kernel, profile, c, tiling).build()
@@ -284,9 +294,6 @@ class _Generator:
                 SpvOp.IMul, e.i32, tx, e.i32c(t.rn)), e.i32c(s)))
         batch = delinearize(iface, batch_id, c.batch) if c.batch else {}
         accs = [[e.local(acc_t) for _ in range(t.rn)] for _ in range(t.rm)]
-        for row in accs:
-            for var in row:
-                e.store(var, zero)
         k_tiles = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, k_size, e.i32c(t.tk - 1)),
                        e.i32c(t.tk))
         n_dims = len(ranges)
@@ -305,6 +312,16 @@ class _Generator:
             """min(index, limit - 1): an index clamped into its dimension."""
             return e.glsl(e.i32, GLSLstd450.SMin, index, e.op(SpvOp.ISub, e.i32, limit,
                                                               e.i32c(1)))
+
+        # Each accumulator starts at C's initial value and adds the products in k order, each
+        # step rounded: the sequential result kernel.py requires (no reassociation). Edge
+        # accumulators read a clamped element; they are never stored.
+        output = kernel.outputs[0]
+        for r in range(t.rm):
+            for s in range(t.rn):
+                offset = iface.operand_offset(output, loops_at(
+                    below(row_of(r), m_size), below(col_of(s), n_size), e.i32c(0)))
+                e.store(accs[r][s], iface.load(output, offset))
 
         def stage(which: int, shared: int, rows: int, along_m: bool, k0: int) -> None:
             """Copy a TK x rows tile of A (rows along m) or B (along n) into shared memory."""
@@ -462,7 +479,6 @@ class _Generator:
             direct()
         else:
             emit_loop(e, k_tiles, k_tile)
-        output = kernel.outputs[0]
         for r in range(t.rm):
             for s in range(t.rn):
                 gm, gn = row_of(r), col_of(s)
@@ -471,8 +487,7 @@ class _Generator:
 
                 def store(gm: int = gm, gn: int = gn, var: int = accs[r][s]) -> None:
                     offset = iface.operand_offset(output, loops_at(gm, gn, e.i32c(0)))
-                    total = e.op(add_op, acc_t, iface.load(output, offset), e.load(acc_t, var))
-                    iface.store(output, offset, total)
+                    iface.store(output, offset, e.load(acc_t, var))
                 emit_if(e, inside, store)
         e.op_void(SpvOp.Return)
         code = iface.finish()

@@ -1,21 +1,27 @@
-"""The reduction strategy: a workgroup per parallel point, combined without a barrier tree.
+"""The reduction strategy: a workgroup per parallel point (or several), no barrier tree.
 
 Recognized kernels: at least one reduction loop, and every output yields
 `combine(current, x)` (either operand order) with an associative, commutative combiner from
 `COMBINERS` on f32 or i32 (index) values, where the output's current value is used by nothing
-else and `x` does not depend on any output. argmax-style bodies (selects over several outputs)
-do not match and go to the fallback, which keeps their exact sequential semantics.
+else and `x` does not depend on any output. A float add/mul must moreover combine an input
+element as loaded (`x` is that input's block argument): only such a plain sum/product may be
+reassociated (kernel.py, "Reassociation"); a float sum of values the body computes, such as
+`(x - b) * (x - b)` or a product, goes to the fallback, which keeps the sequential order with
+every step rounded. argmax-style bodies (selects over several outputs) do not match either.
 
-Each workgroup of W invocations owns one parallel point (linear grid). Invocation l combines
-the units l, l + W, ... (a unit is one reduction point, or four consecutive points read with
-16-byte loads where the inputs allow) into a register accumulator started at the combiner's
-identity, `UNROLL` units per loop trip. Where the profile fixes the subgroup size and has
-subgroup arithmetic (and every combiner has a subgroup operation), W is that size: the
-workgroup is one subgroup and `OpGroupNonUniform*` Reduce finishes the job with no shared
-memory and no barrier. Otherwise W = 64 partial results meet in shared memory behind one
-barrier and invocation 0 folds them in order (CPU drivers pay dearly per barrier). Invocation 0
-then combines the output's initial value with the total and stores it; float sums are thus
-reassociated (they match a sequential sum to rounding).
+Each workgroup of W invocations owns one parallel point (linear grid), or with a subgroup
+reduce R consecutive points one after another (`rows_per_workgroup`: SwiftShader pays a fixed
+cost per workgroup, about 3 us, so 1024 one-row workgroups cost more than the loads).
+Invocation l combines the units l, l + W, ... (a unit is one reduction point, or four
+consecutive points read with 16-byte loads where the inputs allow) into a register
+accumulator started at the combiner's identity, `UNROLL` units per loop trip. Where the
+profile fixes the subgroup size and has subgroup arithmetic (and every combiner has a
+subgroup operation), W is that size: the workgroup is one subgroup and `OpGroupNonUniform*`
+Reduce finishes the job with no shared memory and no barrier. Otherwise W = 64 partial
+results meet in shared memory behind one barrier and invocation 0 folds them in order (CPU
+drivers pay dearly per barrier). Invocation 0 then combines the output's initial value with
+the total and stores it; plain float sums are thus reassociated (they match a sequential sum
+to rounding), as the rule above allows.
 
 Selection: static reductions of fewer than `MIN_REDUCTION` points stay with the fallback (one
 invocation per point is cheaper there).
@@ -38,6 +44,8 @@ from .typed_ops import emit_typed
 MIN_REDUCTION = 64
 SHARED_WORKGROUP = 64
 UNROLL = 4
+MAX_ROWS = 32
+MIN_GROUPS = 32
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
 # combiner -> (identity for f32, identity for i32, subgroup reduce opcode)
@@ -88,11 +96,25 @@ def combiners(kernel: Kernel) -> list[Op] | None:
         x = op.operands[1] if op.operands[0] == acc else op.operands[0]
         if depends[x]:
             return None
+        if not reassociable(kernel, op, x):
+            return None
         # The current value feeds only the combiner.
         if any(acc in other.operands for j, other in enumerate(kernel.ops) if j != y - base):
             return None
         found.append(op)
     return found
+
+
+def reassociable(kernel: Kernel, op: Op, x: int) -> bool:
+    """Whether combining in any order is allowed (kernel.py, "Reassociation"): always for
+    integers and float max/min; for a float add/mul only when the addend is an input element
+    as loaded (a plain sum/product), never a value the body computes, whose sequential order
+    the result must keep (each step rounded)."""
+    if op.name not in ("arith.addf", "arith.mulf"):
+        return True
+    if x >= len(kernel.inputs) or kernel.inputs[x].map is None:
+        return False
+    return kernel.inputs[x].element_type == kernel.value_type(op.operands[0])
 
 
 def contiguous_quads(kernel: Kernel) -> bool:
@@ -118,6 +140,20 @@ def contiguous_quads(kernel: Kernel) -> bool:
     return True
 
 
+def rows_per_workgroup(kernel: Kernel) -> int:
+    """Parallel points per one-subgroup workgroup: up to `MAX_ROWS`, keeping at least
+    `MIN_GROUPS` workgroups for the driver's threads; 1 for dynamic extents. Software drivers
+    pay a fixed cost per workgroup (SwiftShader most: see docs/codegen_spirv.md)."""
+    extents = [kernel.loop_ranges[d] for d in kernel.parallel_dims]
+    if not all(isinstance(x, int) for x in extents):
+        return 1
+    points = math.prod(extents)  # type: ignore[arg-type]
+    rows = 1
+    while rows * 2 <= MAX_ROWS and points // (rows * 2) >= MIN_GROUPS:
+        rows *= 2
+    return rows
+
+
 def compile_reduction(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
     ops = combiners(kernel)
     if ops is None:
@@ -141,6 +177,7 @@ class _Generator:
         self.e = self.iface.e
         self.subgroup = profile.subgroup_size if width == profile.subgroup_size else 0
         self.vector = contiguous_quads(kernel)
+        self.rows = rows_per_workgroup(kernel) if self.subgroup else 1
 
     def identity(self, o: int) -> int:
         e, op = self.e, self.ops[o]
@@ -158,8 +195,32 @@ class _Generator:
         shared = [] if self.subgroup else [shared_array(iface, t, width, f"partial{o}")
                                            for o, t in enumerate(types)]
         e.label()
-        point = iface.linear_workgroup()
+        group_id = iface.linear_workgroup()
         local = iface.builtin(BuiltIn.LocalInvocationId, 0)
+        accs = [e.local(t) for t in types]
+        if self.rows == 1:
+            self._parallel_point(group_id, local, types, shared, accs)
+        else:
+            # Several parallel points per workgroup, one after another (uniform control flow:
+            # the subgroup reduce inside stays legal): fewer, longer workgroups.
+            first = e.op(SpvOp.IMul, e.u32, group_id, e.u32c(self.rows))
+            emit_loop(e, e.i32c(self.rows), lambda i: self._parallel_point(
+                e.op(SpvOp.IAdd, e.u32, first, e.op(SpvOp.Bitcast, e.u32, i)),
+                local, types, shared, accs))
+        e.op_void(SpvOp.Return)
+        code = iface.finish()
+        requirements: dict[str, int | bool] = {
+            "shared_memory_bytes": 4 * len(shared) * width}
+        if self.subgroup:
+            requirements["subgroup_size"] = self.subgroup
+        return iface.result(code, Grid(GridAxis(kernel.parallel_dims, self.rows), linear=True),
+                            requirements)
+
+    def _parallel_point(self, point: int, local: int, types: list[int], shared: list[int],
+                        accs: list[int]) -> None:
+        """Reduce parallel point `point` (u32, linear) and store its outputs."""
+        iface, e, kernel = self.iface, self.e, self.kernel
+        width = self.width
         parallel_dims, reduction_dims = kernel.parallel_dims, kernel.reduction_dims
         points = e.u32c(1)
         for d in parallel_dims:
@@ -169,7 +230,6 @@ class _Generator:
         for d in reduction_dims:
             total = e.op(SpvOp.IMul, e.i32, total, iface.extent(kernel.loop_ranges[d]))
         active = e.op(SpvOp.ULessThan, e.bool, point, points)
-        accs = [e.local(t) for t in types]
         for o, acc in enumerate(accs):
             e.store(acc, self.identity(o))
         # Workgroups past the end still reach every barrier: only their work is skipped.
@@ -227,13 +287,6 @@ class _Generator:
                 value = self.combine(o, iface.load(operand, offset), totals[o])
                 iface.store(operand, offset, value)
         emit_if(e, e.and_(active, e.op(SpvOp.IEqual, e.bool, local, e.u32c(0))), write)
-        e.op_void(SpvOp.Return)
-        code = iface.finish()
-        requirements: dict[str, int | bool] = {
-            "shared_memory_bytes": 4 * len(shared) * width}
-        if self.subgroup:
-            requirements["subgroup_size"] = self.subgroup
-        return iface.result(code, Grid(GridAxis(parallel_dims), linear=True), requirements)
 
     def _subgroup_reduce(self, op: Op, value_type: int, value: int) -> int:
         """The subgroup's combined value (unsigned min/max work on u32)."""
