@@ -180,6 +180,24 @@ class FunctionGen(ControlFlowLowering):
             self.b.emit("div.s.i64", r.index, r.index, self.const("i64", 8).index)
         return r
 
+    def word_length(self, tv: TensorVal) -> Reg:
+        """`byte_length` rounded up to whole 32-bit words: what the host allocates for `tv`.
+        Shaders read and write sub-word elements through the 32-bit words that hold them,
+        and robust buffer access hides a word the bound range only partly covers (the last
+        elements of an odd-length i8/i16 tensor would read 0 and drop their writes); the
+        Vulkan HAL binds such a range rounded up to words, which needs the word allocated.
+        Bindings keep the exact `byte_length`, which is valid for any buffer."""
+        n = self.element_count(tv)
+        if isinstance(n, int):
+            return self.const("i64", -(-K.storage_bytes(tv.type.element_type, n) // 4) * 4)
+        if K.element_bit_width(tv.type.element_type) % 32 == 0:
+            return self.byte_length(tv)
+        r = self.new("i64")
+        self.b.emit("add.i64", r.index, self.byte_length(tv).index, self.const("i64", 3).index)
+        self.b.emit("div.s.i64", r.index, r.index, self.const("i64", 4).index)
+        self.b.emit("mul.i64", r.index, r.index, self.const("i64", 4).index)
+        return r
+
     # -- device work ----------------------------------------------------------------------
     # Commands are collected per segment and emitted at `flush`: a segment of static
     # dispatches only is recorded once in __init and re-submitted with a binding table.
@@ -275,7 +293,7 @@ class FunctionGen(ControlFlowLowering):
     def buffer_of(self, tv: TensorVal) -> Reg:
         """The buffer of `tv`, materializing an empty tensor as zeros."""
         if tv.buffer is None:
-            tv.buffer = self.allocate(self.byte_length(tv))
+            tv.buffer = self.allocate(self.word_length(tv))
             self.storage_buffers[tv.storage] = tv.buffer
             self.fill(tv, 0, 1)
         return tv.buffer
@@ -535,7 +553,7 @@ class FunctionGen(ControlFlowLowering):
                 if plan.reuse is not None and plan.reuse in self.storage_buffers:
                     out.buffer = self.storage_buffers[plan.reuse]
                 else:
-                    out.buffer = self.allocate(self.byte_length(out))
+                    out.buffer = self.allocate(self.word_length(out))
                 self.storage_buffers[storage] = out.buffer
                 if plan.mode == "zero":
                     self.fill(out, 0, 1)

@@ -282,6 +282,38 @@ def test_emulated_i64_reduction_and_division_refusal(vulkan, rng):
     got = vulkan.run(kernel, [x], compile_kernel(kernel, _without_int64(vulkan)),
                      initial=[init])[0]
     np.testing.assert_array_equal(got, run_reference(kernel, [x], [init])[0])
-    with pytest.raises(CompileError, match=r"arith.divsi.*i64.*shaderInt64"):
-        compile_kernel(binary("div64", "i64", "i64", 8, "arith.divsi"),
+    with pytest.raises(CompileError, match=r"math.ipowi.*i64.*shaderInt64"):
+        compile_kernel(binary("ipow64", "i64", "i64", 8, "math.ipowi"),
                        VULKAN_PROFILES["default"])
+
+
+_I64_DIVISIONS = ["arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+                  "arith.ceildivsi", "arith.ceildivui", "arith.floordivsi"]
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_i64_division_and_bit_counts(vulkan, rng, native):
+    """Division was refused without shaderInt64 (and ceildiv/floordiv/bit counts even with
+    it): emulated with 32-bit words, edge values, zero divisors and INT64_MIN / -1 included."""
+    from irtk.compiler.codegen.spirv import compile_kernel
+    profile = vulkan.profile if native else _without_int64(vulkan)
+    if native and not profile.int64:
+        pytest.skip(f"{profile.name} has no int64")
+    n = 200
+    a = _i64_values(rng, n)
+    b = np.concatenate([_i64_values(rng, n // 2),
+                        rng.integers(-(1 << 20), 1 << 20, n - n // 2)])
+    b[:3], a[:3] = [0, -1, 7], [5, -(1 << 63), -(1 << 63)]
+    for op in _I64_DIVISIONS:
+        kernel = binary(f"{op[6:]}_i64d", "i64", "i64", n, op)
+        compiled = compile_kernel(kernel, profile)
+        assert bool(compiled.requirements.get("int64")) == native
+        got = vulkan.run(kernel, [a, b], compiled)[0]
+        want = run_reference(kernel, [a, b])[0]
+        safe = b != 0                       # division by zero is undefined in MLIR
+        np.testing.assert_array_equal(got[safe], want[safe], err_msg=op)
+        np.testing.assert_array_equal(got[~safe], 0, err_msg=op)
+    for op in ("math.ctlz", "math.cttz", "math.ctpop"):
+        kernel = unary(f"{op[5:]}_i64d", "i64", "i64", n, op)
+        got = vulkan.run(kernel, [a], compile_kernel(kernel, profile))[0]
+        np.testing.assert_array_equal(got, run_reference(kernel, [a])[0], err_msg=op)

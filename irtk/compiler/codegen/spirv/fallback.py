@@ -6,6 +6,12 @@ id x + y * 65535, points past the end skipped). Each invocation runs the reducti
 sequentially in lexicographic order, keeping each output's current value in a register
 (initialized from the output buffer only when the body reads it), and stores the outputs once
 at the end. Dynamic extents come from push constants; gathers clamp their indices.
+
+Loop trip budget. Mesa's llvmpipe (lavapipe) counts every loop back-edge an invocation takes,
+across all its loops, and silently leaves the loop once 65535 have been taken (a guard
+against infinite loops): a longer sequential reduction would stop early and store a partial
+result. So the innermost reduction loop is unrolled until the static back-edges of the whole
+nest fit `LOOP_TRIP_BUDGET`; a static nest that cannot fit even at `MAX_UNROLL` is refused.
 """
 from __future__ import annotations
 
@@ -13,12 +19,17 @@ from spirv.tables import BuiltIn, LoopControl, Op as SpvOp, SelectionControl
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel
 from irtk.compiler.targets import VulkanProfile
+from irtk.errors import CompileError
 
 from .body import evaluate, used_values
 from .emitter import Emitter
 from .interface import ShaderInterface
 
 WORKGROUP_SIZE = 64
+# Back-edges one invocation may take on every driver (llvmpipe stops loops after 65535 of
+# them in total), with room for the loops a strategy adds around the reduction nest.
+LOOP_TRIP_BUDGET = 60000
+MAX_UNROLL = 64
 
 
 def emit_loop(e: Emitter, count: int, body) -> None:
@@ -39,6 +50,49 @@ def emit_loop(e: Emitter, count: int, body) -> None:
     e.store(var, e.op(SpvOp.IAdd, e.i32, e.load(e.i32, var), e.i32c(1)))
     e.op_void(SpvOp.Branch, header)
     e.label(merge)
+
+
+def emit_unrolled_loop(e: Emitter, count: int, factor: int, exact: bool, body) -> None:
+    """for (i = 0; i < count; ++i) body(i), `factor` bodies per loop trip; without `exact`
+    (count not known to be a multiple of factor) each body is behind an `i < count` check."""
+    if factor == 1:
+        emit_loop(e, count, body)
+        return
+    trips = e.op(SpvOp.SDiv, e.i32, count if exact else
+                 e.op(SpvOp.IAdd, e.i32, count, e.i32c(factor - 1)), e.i32c(factor))
+
+    def trip(t: int) -> None:
+        base = e.op(SpvOp.IMul, e.i32, t, e.i32c(factor))
+        for j in range(factor):
+            i = e.op(SpvOp.IAdd, e.i32, base, e.i32c(j)) if j else base
+            if exact:
+                body(i)
+            else:
+                emit_if(e, e.op(SpvOp.SLessThan, e.bool, i, count), lambda i=i: body(i))
+    emit_loop(e, trips, trip)
+
+
+def innermost_unroll(kernel: Kernel) -> tuple[int, bool]:
+    """(factor, exact) for the innermost reduction loop so that the static back-edges of the
+    reduction nest fit LOOP_TRIP_BUDGET; (1, True) when they already do or an extent is
+    dynamic (the budget cannot be checked at compile time)."""
+    extents = [kernel.loop_ranges[d] for d in kernel.reduction_dims]
+    if not extents or not all(isinstance(x, int) for x in extents):
+        return 1, True
+    outer_edges, outer = 0, 1
+    for x in extents[:-1]:
+        outer *= x
+        outer_edges += outer
+    inner = extents[-1]
+    factor = 1
+    while outer_edges + outer * -(-inner // factor) > LOOP_TRIP_BUDGET:
+        if factor >= MAX_UNROLL or factor >= inner:
+            raise CompileError(
+                f"vulkan-spirv: kernel '{kernel.name}': its sequential reduction loops "
+                f"{tuple(extents)} take more than {LOOP_TRIP_BUDGET} loop trips per invocation "
+                f"even unrolled {factor} times (llvmpipe stops loops after 65535 trips)")
+        factor *= 2
+    return factor, inner % factor == 0
 
 
 def emit_if(e: Emitter, condition: int, then) -> None:
@@ -102,6 +156,7 @@ def emit_point(iface: ShaderInterface, loops: dict[int, int]) -> None:
             e.store(var, values[v])
 
     reductions = kernel.reduction_dims
+    factor, exact = innermost_unroll(kernel)
 
     def nest(level: int, indices: list[int]) -> None:
         if level == len(reductions):
@@ -111,7 +166,11 @@ def emit_point(iface: ShaderInterface, loops: dict[int, int]) -> None:
 
         def inner(i: int) -> None:
             nest(level + 1, indices[:d] + [i] + indices[d + 1:])
-        emit_loop(e, iface.extent(kernel.loop_ranges[d]), inner)
+        count = iface.extent(kernel.loop_ranges[d])
+        if level == len(reductions) - 1:
+            emit_unrolled_loop(e, count, factor, exact, inner)
+        else:
+            emit_loop(e, count, inner)
 
     nest(0, list(parallel))
     for k, o in enumerate(kernel.outputs):

@@ -5,8 +5,11 @@ Covered: constants, add, sub, mul (OpUMulExtended for the low product), and/or/x
 (amounts >= 64 give 0 or the sign fill), every cmpi predicate, min/max, select, absi, and
 conversions to and from the narrower integers, i1, index and f32 (fptosi/fptoui saturate; an
 i64 beyond 2^24 converts to f32 through two roundings, which may differ from a single correctly
-rounded conversion in the last bit). Division, remainder, bit counting and i64 <-> f64 are
-refused with a CompileError naming the op and the missing feature.
+rounded conversion in the last bit), division and remainder (divsi, divui, remsi, remui,
+ceildivsi, ceildivui, floordivsi: a 64-step restoring division in straight-line code, no loop,
+so it takes none of llvmpipe's loop trip budget; by zero gives 0, as the native path) and bit
+counting (ctlz, cttz, ctpop). Profiles with native i64 use these too for the ops SPIR-V has no
+instruction for (a uvec2 is an i64's bitcast). i64 <-> f64 needs f64, so it needs shaderInt64.
 """
 from __future__ import annotations
 
@@ -196,6 +199,87 @@ def from_float(e: Emitter, x: int, signed: bool) -> int:
     return select(e, too_big, big, select(e, too_small, small, value))
 
 
+def divmod_unsigned(e: Emitter, a: int, b: int) -> tuple[int, int]:
+    """(a / b, a % b) as unsigned 64-bit values, b != 0: restoring division, one quotient bit
+    per step from the top."""
+    u32 = e.u32
+    q_lo, q_hi = e.u32c(0), e.u32c(0)
+    r_lo, r_hi = e.u32c(0), e.u32c(0)
+    a_lo, a_hi = low(e, a), high(e, a)
+    for bit in range(63, -1, -1):
+        word, k = (a_hi, bit - 32) if bit >= 32 else (a_lo, bit)
+        incoming = e.op(SpvOp.BitwiseAnd, u32, e.op(SpvOp.ShiftRightLogical, u32, word,
+                                                     e.u32c(k)), e.u32c(1))
+        carry = e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.ShiftRightLogical, u32, r_hi,
+                                                   e.u32c(31)), e.u32c(0))
+        r_hi = e.op(SpvOp.BitwiseOr, u32, e.op(SpvOp.ShiftLeftLogical, u32, r_hi, e.u32c(1)),
+                    e.op(SpvOp.ShiftRightLogical, u32, r_lo, e.u32c(31)))
+        r_lo = e.op(SpvOp.BitwiseOr, u32, e.op(SpvOp.ShiftLeftLogical, u32, r_lo, e.u32c(1)),
+                    incoming)
+        r = make(e, r_lo, r_hi)
+        take = e.or_(carry, e.not_(compare(e, "ult", r, b)))   # r (65 bits) >= b
+        r = select(e, take, sub(e, r, b), r)
+        r_lo, r_hi = low(e, r), high(e, r)
+        bit_value = e.select(u32, take, e.u32c(1 << (bit % 32)), e.u32c(0))
+        if bit >= 32:
+            q_hi = e.op(SpvOp.BitwiseOr, u32, q_hi, bit_value)
+        else:
+            q_lo = e.op(SpvOp.BitwiseOr, u32, q_lo, bit_value)
+    return make(e, q_lo, q_hi), make(e, r_lo, r_hi)
+
+
+def divide(e: Emitter, name: str, a: int, b: int) -> int:
+    """divsi / divui / remsi / remui / ceildivsi / ceildivui / floordivsi; by zero gives 0 and
+    INT64_MIN / -1 gives INT64_MIN (remainder 0), as the native path does."""
+    zero = constant(e, 0)
+    by_zero = compare(e, "eq", b, zero)
+    b = select(e, by_zero, constant(e, 1), b)
+    if name in ("arith.divui", "arith.remui", "arith.ceildivui"):
+        q, r = divmod_unsigned(e, a, b)
+        if name == "arith.ceildivui":
+            q = select(e, compare(e, "ne", r, zero), add(e, q, constant(e, 1)), q)
+        return select(e, by_zero, zero, r if name == "arith.remui" else q)
+    a_neg, b_neg = compare(e, "slt", a, zero), compare(e, "slt", b, zero)
+    q, r = divmod_unsigned(e, select(e, a_neg, negate(e, a), a),
+                           select(e, b_neg, negate(e, b), b))
+    q = select(e, e.op(SpvOp.LogicalNotEqual, e.bool, a_neg, b_neg), negate(e, q), q)
+    r = select(e, a_neg, negate(e, r), r)          # the remainder takes the dividend's sign
+    inexact = compare(e, "ne", r, zero)
+    if name == "arith.ceildivsi":
+        bump = e.and_(inexact, e.op(SpvOp.LogicalEqual, e.bool, a_neg, b_neg))
+        q = select(e, bump, add(e, q, constant(e, 1)), q)
+    elif name == "arith.floordivsi":
+        bump = e.and_(inexact, e.op(SpvOp.LogicalNotEqual, e.bool, a_neg, b_neg))
+        q = select(e, bump, sub(e, q, constant(e, 1)), q)
+    return select(e, by_zero, zero, r if name == "arith.remsi" else q)
+
+
+def bit_count(e: Emitter, name: str, x: int) -> int:
+    """math.ctpop / ctlz / cttz of a 64-bit value, as an i64."""
+    lo, hi = low(e, x), high(e, x)
+    if name == "math.ctpop":
+        count = e.op(SpvOp.IAdd, e.u32, e.op(SpvOp.BitCount, e.u32, lo),
+                     e.op(SpvOp.BitCount, e.u32, hi))
+        return make(e, count, e.u32c(0))
+
+    def word_count(w: int) -> int:   # ctlz / cttz of one 32-bit word, 32 for 0
+        is_zero = e.op(SpvOp.IEqual, e.bool, w, e.u32c(0))
+        if name == "math.cttz":
+            found = e.op(SpvOp.Bitcast, e.u32, e.glsl(e.i32, GLSLstd450.FindILsb, w))
+        else:
+            msb = e.op(SpvOp.Bitcast, e.u32, e.glsl(e.i32, GLSLstd450.FindUMsb, w))
+            found = e.op(SpvOp.ISub, e.u32, e.u32c(31), msb)
+        return e.select(e.u32, is_zero, e.u32c(32), found)
+    first, second = (lo, hi) if name == "math.cttz" else (hi, lo)
+    count = e.select(e.u32, e.op(SpvOp.IEqual, e.bool, first, e.u32c(0)),
+                     e.op(SpvOp.IAdd, e.u32, e.u32c(32), word_count(second)), word_count(first))
+    return make(e, count, e.u32c(0))
+
+
+DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi",
+             "arith.ceildivui", "arith.floordivsi")
+BIT_COUNTS = ("math.ctpop", "math.ctlz", "math.cttz")
+
 _BITWISE = {"arith.andi": SpvOp.BitwiseAnd, "arith.ori": SpvOp.BitwiseOr,
             "arith.xori": SpvOp.BitwiseXor}
 _MINMAX = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt",
@@ -222,6 +306,11 @@ def emit(e: Emitter, op: Op, args: list[int]) -> int:
     if name == "math.absi":
         return select(e, compare(e, "slt", args[0], constant(e, 0)), negate(e, args[0]),
                       args[0])
+    if name in DIVISIONS:
+        return divide(e, name, *args)
+    if name in BIT_COUNTS:
+        return bit_count(e, name, args[0])
     raise CompileError(f"vulkan-spirv: '{name}' on i64 needs 64-bit integers (shaderInt64), "
                        "which the target profile lacks; 64-bit emulation covers add, sub, "
-                       "mul, bitwise ops, shifts, compares, min/max, abs and conversions")
+                       "mul, division, remainder, bitwise ops, shifts, bit counts, compares, "
+                       "min/max, abs and conversions")

@@ -474,6 +474,10 @@ def _emit_wide(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
         return e.select(e.scalar_type(kind), *args)
     if types and types[0] == "i64" and e.emulate_i64:
         return i64e.emit(e, op, args)
+    if types and types[0] == "i64" and name in i64e.DIVISIONS[4:] + i64e.BIT_COUNTS:
+        # No SPIR-V instruction: the emulation's code on the value's (low, high) words.
+        words = [e.op(SpvOp.Bitcast, i64e.vector_type(e), a) for a in args]
+        return e.op(SpvOp.Bitcast, e.i64, i64e.emit(e, op, words))
     if types and types[0] == "i64":
         return _emit_i64(e, op, args)
     if types and types[0] == "f64":
