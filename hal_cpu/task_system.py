@@ -14,6 +14,8 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 
+from irtk.hal.host_queue import HostQueue
+
 WorkItem = Callable[[], None]
 
 # A dispatch is only split when each chunk gets at least this many iterations: below it, the
@@ -126,36 +128,9 @@ class TaskSystem:
             batch.work()
 
 
-class SubmissionQueue:
-    """local-task's queue: one thread running submissions in the order they were made."""
+class SubmissionQueue(HostQueue):
+    """local-task's queue: one thread running submissions in the order they were made (the
+    HAL's host queue; a job must not raise: it reports through its fences)."""
 
     def __init__(self, name: str = "irtk-cpu-queue") -> None:
-        self._name = name
-        self._queue: queue.SimpleQueue[WorkItem | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, job: WorkItem) -> None:
-        """Queue `job`; it must not raise (it reports through its fences)."""
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put(job)
-
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Finish queued jobs (waiting up to `timeout` seconds) and stop the thread."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            if thread is not threading.current_thread():
-                thread.join(timeout)
-
-    def _loop(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            job()
-            del job  # do not hold its fences and buffers while waiting for the next
+        super().__init__(name)

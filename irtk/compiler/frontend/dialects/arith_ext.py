@@ -12,6 +12,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from irtk.compiler.frontend.dialects.cast_syntax import parse_cast, print_cast
+
 
 @irdl_op_definition
 class RemfOp(FloatingPointLikeBinaryOperation):
@@ -82,23 +84,13 @@ class _CastOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "_CastOp":
-        name = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_keyword("to")
-        result = parser.parse_type()
-        op = cls(operands=[parser.resolve_operand(name, source)], result_types=[result])
+        source, attrs, result = parse_cast(parser)
+        op = cls(operands=[source], result_types=[result])
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        print_cast(printer, self.input, self.result)
 
     def verify_(self) -> None:
         source, result = self.input.type, self.result.type

@@ -7,6 +7,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from irtk.compiler.frontend.dialects.cast_syntax import parse_cast, print_cast
+
 
 @irdl_op_definition
 class BitcastOp(IRDLOperation):
@@ -19,23 +21,13 @@ class BitcastOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "BitcastOp":
-        name = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_keyword("to")
-        result = parser.parse_type()
-        op = cls(operands=[parser.resolve_operand(name, source)], result_types=[result])
+        source, attrs, result = parse_cast(parser)
+        op = cls(operands=[source], result_types=[result])
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        print_cast(printer, self.source, self.result)
 
     def verify_(self) -> None:
         if self.source.type.get_shape() != self.result.type.get_shape():  # type: ignore[attr-defined]
