@@ -38,6 +38,10 @@ def test_conformance(case: suite.Case, device_key: str) -> None:
         if want == SKIP:
             pytest.skip(message)
         return
+    if want == FAIL and reason.startswith("timed out") and got.status == PASS:
+        # A timeout depends on the machine's speed and load: finishing in time on a faster
+        # or idle machine is a correct pass, not a change the table must record.
+        return
     fix = "; if this is progress, run: python scripts/conformance_report.py --write"
     if want == PASS:
         pytest.fail(f"{case.id} on {device_key}: expected to pass, got {got.status}: "
