@@ -17,14 +17,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from irtk.compiler import kernel, tir
-from irtk.compiler.frontend import named_ops, tensor_ops
+from irtk.compiler.frontend import cfg, named_ops, tensor_ops
 from irtk.compiler.frontend.body import Body, Unsupported, is_float
 from irtk.compiler.frontend.dialects import check, flow, util
 from irtk.compiler.frontend.dialects.linalg import GenericOp, IndexOp, NamedOp, PackOp, UnpackOp
 from irtk.compiler.frontend.parser import SourceMap
 
 # numpy dtype holding each element type's values (small floats: float32 of exact values).
-NUMPY_DTYPES = {"i1": np.int8, "i4": np.int8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+NUMPY_DTYPES = {"i1": np.int8, "i2": np.int8, "i4": np.int8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
                 "i64": np.int64, "index": np.int64, "f16": np.float16, "bf16": np.float32,
                 "f32": np.float32, "f64": np.float64,
                 **{t: np.float32 for t in kernel.SMALL_FLOAT_TYPES}}
@@ -193,10 +193,13 @@ class FunctionImporter:
             self.values[a] = args[-1]
         region = tir.Region(args)
         self.region_stack.append(region)
-        for op in block.ops:
-            self.op(op)
-        self.region_stack.pop()
         result_types = [convert_type(t, fn) for t in fn.function_type.outputs.data]
+        if cfg.is_unstructured(fn.body):
+            cfg.lift_function(self, fn.body, result_types)
+        else:
+            for op in block.ops:
+                self.op(op)
+        self.region_stack.pop()
         visibility = fn.sym_visibility.data if fn.sym_visibility is not None else "public"
         return tir.Function(fn.sym_name.data, args, result_types, region,
                             public=visibility == "public", location=self.loc(fn))
@@ -281,6 +284,9 @@ class FunctionImporter:
             self.bind(op, top.results)
         elif name.startswith(("arith.", "math.")):
             self.arith(op)
+        elif name.startswith("cf.") and op.successors:
+            raise Unsupported(f"'{name}' is supported only between the blocks of a function "
+                              f"body, not inside the region of '{op.parent_op().name}'", op)
         else:
             raise Unsupported(f"unsupported op '{name}'", op)
 
@@ -470,6 +476,8 @@ def translate_block(imp: FunctionImporter, body: Body, block: Block, env: dict[S
             env[bop.result] = body.extract(gather_pos[bop.tensor],
                                            [use(i, bop) for i in bop.indices],
                                            element_type_name(bop.result.type, bop))
+        elif len(bop.results) != 1:   # cf.assert, a branch, ...: no kernel body op
+            raise Unsupported(f"unsupported op '{bop.name}' in a generic body", bop)
         else:
             args = [use(v, bop) for v in bop.operands]
             types = [element_type_name(v.type, bop) for v in bop.operands]
