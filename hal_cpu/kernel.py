@@ -129,7 +129,7 @@ class Bound:
         self.loop_ranges = loop_ranges
         self.params = params
         self.layouts = layouts
-        self.memories = memories          # raw storage (flat), or the unpacked values of i4/f4
+        self.memories = memories          # raw storage (flat), or unpacked values of i2/i4/f4
         self.parallel_extents = tuple(loop_ranges[j] for j in kernel.parallel_dims)
         self.reduction_extents = tuple(loop_ranges[j] for j in kernel.reduction_dims)
         self.total = math.prod(self.parallel_extents)
@@ -235,8 +235,8 @@ class Kernel:
         for i, (op, lay) in enumerate(zip(self.operands, layouts)):
             raw = self._raw(op, lay, bindings)
             if op.element_type in numerics.PACKED_TYPES:
-                memories.append(numerics.from_bits(
-                    op.element_type, numerics.unpack_nibbles(raw, lay.count)).copy())
+                memories.append(numerics.from_bits(op.element_type, numerics.unpack_codes(
+                    raw, lay.count, numerics.PACKED_BITS[op.element_type])).copy())
                 if i >= len(self.inputs):
                     packed[i] = raw
             else:
@@ -340,7 +340,7 @@ def write(bound: Bound, index: int, box: Sequence[tuple[int, int]], value: np.nd
     if t in numerics.PACKED_TYPES:
         with bound.lock:
             view[...] = value
-            _write_back_nibbles(bound, index, box)
+            _write_back_packed(bound, index, box)
         return
     if t in ("i8", "i16", "i32", "i64", "index", "f16", "f32", "f64"):
         view[...] = value
@@ -348,7 +348,9 @@ def write(bound: Bound, index: int, box: Sequence[tuple[int, int]], value: np.nd
         view[...] = numerics.to_bits(t, value)
 
 
-def _write_back_nibbles(bound: Bound, index: int, box: Sequence[tuple[int, int]]) -> None:
+def _write_back_packed(bound: Bound, index: int, box: Sequence[tuple[int, int]]) -> None:
+    """Re-pack the bytes that hold the box's elements of a packed output from its unpacked
+    values (whole bytes, so neighbours outside the box keep their values)."""
     lay = bound.layouts[index]
     flat = np.int64(lay.const + sum(c * lo for c, (lo, _) in zip(lay.coeffs, box)))
     for j, (c, (_, n)) in enumerate(zip(lay.coeffs, box)):
@@ -356,15 +358,18 @@ def _write_back_nibbles(bound: Bound, index: int, box: Sequence[tuple[int, int]]
             shape = [1] * len(box)
             shape[j] = n
             flat = flat + (np.arange(n, dtype=np.int64) * c).reshape(shape)
-    byte_index = np.unique(np.asarray(flat).reshape(-1) // 2)
-    values = bound.memories[index]
     t = bound.kernel.operands[index].element_type
-    lo_codes = numerics.to_bits(t, values[2 * byte_index])
-    hi_pos = np.minimum(2 * byte_index + 1, values.size - 1)
-    hi_codes = np.where(2 * byte_index + 1 < values.size,
-                        numerics.to_bits(t, values[hi_pos]), 0).astype(np.uint8)
-    target = bound.packed_targets[index]
-    target[byte_index] = (lo_codes & np.uint8(15)) | (hi_codes << np.uint8(4))
+    bits = numerics.PACKED_BITS[t]
+    per_byte = 8 // bits
+    byte_index = np.unique(np.asarray(flat).reshape(-1) // per_byte)
+    values = bound.memories[index]
+    packed = np.zeros(byte_index.size, dtype=np.uint8)
+    for j in range(per_byte):
+        pos = per_byte * byte_index + j
+        inside = pos < values.size
+        codes = numerics.to_bits(t, values[np.where(inside, pos, 0)])
+        packed |= np.where(inside, codes, 0).astype(np.uint8) << np.uint8(j * bits)
+    bound.packed_targets[index][byte_index] = packed
 
 
 # --- body evaluation ---------------------------------------------------------------------------

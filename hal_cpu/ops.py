@@ -3,7 +3,7 @@
 `compile_op` is called once per body op at load time; it checks the operand and result types
 and returns a closure with the attributes (predicate, constant, types) bound, so running a block
 is one call per op. Values are numpy arrays in each type's compute dtype
-(`irtk.hal.numerics.compute_dtype`): bool for i1, int8 (sign-extended) for i4, float32 for bf16
+(`irtk.hal.numerics.compute_dtype`): bool for i1, int8 (sign-extended) for i4/i2, float32 for bf16
 and the f8/f4 types. Every op returns values of its result type: integers wrap to their width,
 and bf16/f8/f4 results are rounded to the type after every op, as `arith.truncf` would. No op
 mutates its operands (values may be views of buffers).
@@ -23,7 +23,8 @@ import numpy as np
 from irtk.hal import numerics
 
 F32, I32, I1 = "f32", "i32", "i1"
-INT_TYPES = ("i1", "i4", "i8", "i16", "i32", "i64")
+INT_TYPES = ("i1", "i2", "i4", "i8", "i16", "i32", "i64")
+_SUB_BYTE_INTS = ("i2", "i4")
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64", *numerics.SMALL_FLOATS)
 VALUE_TYPES = INT_TYPES + FLOAT_TYPES
 _NATIVE_FLOATS = ("f16", "f32", "f64")
@@ -75,14 +76,14 @@ def as_unsigned(t: str, x: np.ndarray) -> np.ndarray:
     """The bits of integer values read as unsigned (a uint dtype)."""
     if t == "i1":
         return x.astype(np.uint8)
-    if t == "i4":
-        return x.astype(np.uint8) & np.uint8(15)
+    if t in _SUB_BYTE_INTS:
+        return x.astype(np.uint8) & np.uint8((1 << _WIDTH[t]) - 1)
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
 def from_unsigned(t: str, u: np.ndarray) -> np.ndarray:
     """Unsigned bits back to `t`'s values."""
-    if t in ("i1", "i4"):
+    if t in ("i1", *_SUB_BYTE_INTS):
         return numerics.wrap_int(t, u.astype(np.int64))
     d = dtype(t)
     return u.astype(np.dtype(f"u{d.itemsize}"), copy=False).view(d)
@@ -214,9 +215,10 @@ _CMPF: dict[str, OpFn] = {
 # --- integer ops -----------------------------------------------------------------------------
 
 def _wrapping(t: str, fn: OpFn) -> OpFn:
-    """An op numpy computes modulo 2**8k in the compute dtype; i4 wraps again to 4 bits."""
-    if t == "i4":
-        return lambda a, b: numerics.wrap_int("i4", fn(a, b))
+    """An op numpy computes modulo 2**8k in the compute dtype; i4/i2 wrap again to their
+    width."""
+    if t in _SUB_BYTE_INTS:
+        return lambda a, b: numerics.wrap_int(t, fn(a, b))
     return fn
 
 
@@ -317,7 +319,8 @@ def _ctpop(t: str) -> OpFn:
 def _absi(t: str) -> OpFn:
     if t == "i1":
         return lambda a: a
-    return lambda a: numerics.wrap_int(t, np.abs(a.astype(np.int64)) if t == "i4" else np.abs(a))
+    return lambda a: numerics.wrap_int(t, np.abs(a.astype(np.int64)) if t in _SUB_BYTE_INTS
+                                       else np.abs(a))
 
 
 def _ipowi(t: str) -> OpFn:

@@ -185,7 +185,7 @@ def _min_reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 def _ufunc_reducer(ufunc: np.ufunc, t: str) -> Reducer:
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         r = ufunc.reduce(x, axis=axes, dtype=x.dtype, keepdims=True)
-        return numerics.wrap_int(t, r) if t == "i4" else r
+        return numerics.wrap_int(t, r) if t in ("i2", "i4") else r
     return reduce
 
 
@@ -239,7 +239,7 @@ def _reducer(name: str, t: str) -> Fold | None:
               "arith.minnumf": _ufunc_reducer(np.fmin, t)}
     if name in floats and t in FLOAT_TYPES:
         return _unordered(floats[name])
-    if t not in ("i4", "i8", "i16", "i32", "i64"):
+    if t not in ("i2", "i4", "i8", "i16", "i32", "i64"):
         return None
     table = {"arith.addi": np.add, "arith.muli": np.multiply, "arith.andi": np.bitwise_and,
              "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
@@ -303,7 +303,7 @@ def _contraction_plan(kernel: Kernel) -> Contraction | None:
         return None
     t = kernel.outputs[0].element_type
     # Float contractions keep the sequential order (the combiner plan runs them exactly).
-    if t not in ("i4", "i8", "i16", "i32", "i64"):
+    if t not in ("i2", "i4", "i8", "i16", "i32", "i64"):
         return None
     add_name, mul_name = "arith.addi", "arith.muli"
     s_add = kernel.yields[0] - base

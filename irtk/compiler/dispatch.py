@@ -674,8 +674,9 @@ def fill_pattern(element_type: str, value: object) -> tuple[int, int] | None:
         raw = int(value) & ((1 << max(bits, 8)) - 1)  # type: ignore[call-overload]
         if element_type == "i1":
             raw = 1 if int(value) else 0  # type: ignore[call-overload]
-        elif bits == 4:
-            raw = (raw & 0xF) | ((raw & 0xF) << 4)
+        elif bits < 8:   # packed: the code repeated across the byte
+            code = raw & ((1 << bits) - 1)
+            raw = sum(code << (j * bits) for j in range(8 // bits))
     else:
         return None
     length = max(1, bits // 8)

@@ -26,6 +26,7 @@ from irtk.compiler.host_control import ControlFlowLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
+from irtk.hal import numerics
 from irtk.hal.element_type import ElementType
 from irtk.vm.writer import FunctionBuilder, Label, Reg
 
@@ -478,12 +479,14 @@ class FunctionGen(ControlFlowLowering):
         return self.const_ints.get(v.id)
 
     def op_tensor_extract(self, op: tir.Op) -> None:
+        """Read one element on the host, decoded into its register bank: narrow integers
+        sign-extended into i32, f16/bf16 and the f8/f4 small floats as their f32 value (as
+        IREE's VM holds an extracted f16), i1 as 0/1."""
         tv = self.tensor(op.operands[0])
         buf = self.buffer_of(tv)
         self.sync()
         et = tv.type.element_type
-        bits = K.element_bit_width(et)
-        if bits < 8 or et in ("f16", "bf16") or et not in host_arith.BANK:
+        if et not in host_arith.BANK:
             raise self.error(op, f"reading a {et} element on the host is not supported")
         offset = self.const("i64", 0)
         for i, idx in enumerate(op.operands[1:]):
@@ -492,6 +495,18 @@ class FunctionGen(ControlFlowLowering):
             r = self.new("i64")
             self.b.emit("add.i64", r.index, stride.index, self.scalar(idx).index)
             offset = r
+        bits = K.element_bit_width(et)
+        bank = host_arith.BANK[et]
+        out = self.new(bank)
+        if bits < 8:
+            code = self.load_packed(buf, offset, bits)
+            if et in K.SMALL_FLOAT_TYPES:
+                self.decode_small_float(out, code, et)
+            else:
+                host_arith.narrow(self.b, self.new, code, et)
+                self.b.emit("mov.i32", out.index, code.index)
+            self.values[op.result.id] = out
+            return
         size = bits // 8
         byte = self.new("i64")
         self.b.emit("mul.i64", byte.index, offset.index, self.const("i64", size).index)
@@ -504,8 +519,6 @@ class FunctionGen(ControlFlowLowering):
             word = self.new("i32")
             self.call("hal.buffer.load", [buf, at, self.const("i32", min(size, 4))], [word])
             words.append(word)
-        bank = host_arith.BANK[et]
-        out = self.new(bank)
         if size == 8:
             lo, hi = self.new("i64"), self.new("i64")
             self.b.emit("ext.i32.i64.u", lo.index, words[0].index)
@@ -515,10 +528,16 @@ class FunctionGen(ControlFlowLowering):
             self.b.emit("or.i64", bits64.index, lo.index, hi.index)
             if bank == "f64":
                 self.b.emit("bitcast.i64.f64", out.index, bits64.index)
-            elif et == "index":
-                self.b.emit("mov.i64", out.index, bits64.index)
             else:
                 self.b.emit("mov.i64", out.index, bits64.index)
+        elif et == "f16":
+            self.decode_f16(out, words[0])
+        elif et == "bf16":
+            shifted = self.new("i32")
+            self.b.emit("shl.i32", shifted.index, words[0].index, self.const("i32", 16).index)
+            self.b.emit("bitcast.i32.f32", out.index, shifted.index)
+        elif et in K.SMALL_FLOAT_TYPES:
+            self.decode_small_float(out, words[0], et)
         elif bank == "f32":
             self.b.emit("bitcast.i32.f32", out.index, words[0].index)
         elif et == "index":
@@ -530,6 +549,63 @@ class FunctionGen(ControlFlowLowering):
             elif et == "i16":
                 self.b.emit("ext.i16.i32.s", out.index, out.index)
         self.values[op.result.id] = out
+
+    def load_packed(self, buf: Reg, index: Reg, bits: int) -> Reg:
+        """The `bits`-wide code of packed element `index` (an i64 register), zero-extended in
+        an i32 register: element (8 // bits) * k + j sits in bits [j * bits, ...) of byte k."""
+        per_byte = 8 // bits
+        byte = self.new("i64")
+        self.b.emit("div.s.i64", byte.index, index.index, self.const("i64", per_byte).index)
+        lane = self.new("i64")
+        self.b.emit("rem.s.i64", lane.index, index.index, self.const("i64", per_byte).index)
+        self.b.emit("mul.i64", lane.index, lane.index, self.const("i64", bits).index)
+        shift = self.new("i32")
+        self.b.emit("trunc.i64.i32", shift.index, lane.index)
+        code = self.new("i32")
+        self.call("hal.buffer.load", [buf, byte, self.const("i32", 1)], [code])
+        self.b.emit("shr.u.i32", code.index, code.index, shift.index)
+        self.b.emit("and.i32", code.index, code.index, self.const("i32", (1 << bits) - 1).index)
+        return code
+
+    def decode_f16(self, out: Reg, half: Reg) -> None:
+        """f32 value of the f16 bits in `half` (zero-extended): the magnitude's bits shifted
+        into f32's exponent and mantissa fields and scaled by 2**112 (exact for normal and
+        subnormal values), inf and NaN built directly, then the sign bit."""
+        c = self.const
+        mag = self.new("i32")
+        self.b.emit("and.i32", mag.index, half.index, c("i32", 0x7FFF).index)
+        shifted = self.new("i32")
+        self.b.emit("shl.i32", shifted.index, mag.index, c("i32", 13).index)
+        scaled = self.new("f32")
+        self.b.emit("bitcast.i32.f32", scaled.index, shifted.index)
+        self.b.emit("mul.f32", scaled.index, scaled.index, c("f32", 2.0 ** 112).index)
+        finite_bits = self.new("i32")
+        self.b.emit("bitcast.f32.i32", finite_bits.index, scaled.index)
+        special_bits = self.new("i32")   # exponent all ones: inf, or NaN with its payload
+        self.b.emit("or.i32", special_bits.index, shifted.index, c("i32", 0x7F800000).index)
+        special = self.new("i32")
+        self.b.emit("cmp.lte.s.i32", special.index, c("i32", 0x7C00).index, mag.index)
+        magnitude = self.new("i32")
+        self.b.emit("select.i32", magnitude.index, special.index, special_bits.index,
+                    finite_bits.index)
+        sign = self.new("i32")
+        self.b.emit("and.i32", sign.index, half.index, c("i32", 0x8000).index)
+        self.b.emit("shl.i32", sign.index, sign.index, c("i32", 16).index)
+        self.b.emit("or.i32", magnitude.index, magnitude.index, sign.index)
+        self.b.emit("bitcast.i32.f32", out.index, magnitude.index)
+
+    def decode_small_float(self, out: Reg, code: Reg, et: str) -> None:
+        """f32 value of an f8/f4 code, looked up in a table of every code's value (rodata,
+        built by the numerics every driver shares, so the host agrees with the devices)."""
+        codes = np.arange(1 << K.element_bit_width(et), dtype=np.uint8)
+        table = numerics.from_bits(et, codes).astype("<f4").tobytes()
+        data = self.new("ref")
+        self.b.emit("const.ref.rodata", data.index, self.m.blob(f"{et}_values", table))
+        at = self.new("i32")
+        self.b.emit("shl.i32", at.index, code.index, self.const("i32", 2).index)
+        at64 = self.new("i64")
+        self.b.emit("ext.i32.i64.u", at64.index, at.index)
+        self.b.emit("buffer.load.f32", out.index, data.index, at64.index)
 
     # -- dispatches ------------------------------------------------------------------------
     def op_dispatch(self, op: tir.Op) -> None:

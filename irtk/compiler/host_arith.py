@@ -1,7 +1,8 @@
 """Host scalar arithmetic: arith/math ops on host values -> VM instructions.
 
-Host scalars live in the VM's banks: i1/i8/i16/i32 in i32 (i1 as 0/1, narrow ints kept
-sign-extended), i64 and index in i64, f16/bf16/f32 in f32, f64 in f64.
+Host scalars live in the VM's banks: i1/i2/i4/i8/i16/i32 in i32 (i1 as 0/1, narrow ints kept
+sign-extended), i64 and index in i64, f16/bf16/f32 and the f8/f4 small floats in f32 (their
+values, as tensor.extract decodes them), f64 in f64.
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from irtk.compiler import tir
 from irtk.errors import CompileError
 from irtk.vm.writer import FunctionBuilder, Reg
 
-BANK = {"i1": "i32", "i4": "i32", "i8": "i32", "i16": "i32", "i32": "i32", "i64": "i64",
-        "index": "i64", "f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64"}
+BANK = {"i1": "i32", "i2": "i32", "i4": "i32", "i8": "i32", "i16": "i32", "i32": "i32",
+        "i64": "i64", "index": "i64", "f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64",
+        **{t: "f32" for t in ("f8E5M2", "f8E4M3FN", "f8E5M2FNUZ", "f8E4M3FNUZ", "f8E8M0FNU",
+                              "f4E2M1FN")}}
 
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.divsi": "div.s", "arith.divui": "div.u", "arith.remsi": "rem.s",
@@ -60,7 +63,7 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
     k = op.kind
     if k in _INT_BINARY:
         b.emit(f"{_INT_BINARY[k]}.{bank}", r.index, args[0].index, args[1].index)
-        return _narrow(b, new, r, out_t)
+        return narrow(b, new, r, out_t)
     if k in _FLOAT_BINARY:
         b.emit(f"{_FLOAT_BINARY[k]}.{bank}", r.index, args[0].index, args[1].index)
         return r
@@ -95,19 +98,19 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
         unsigned = k in ("arith.index_castui", "arith.extui")
         if src_bank == bank:
             b.emit(f"mov.{bank}", r.index, args[0].index)
-            if unsigned and in_t in ("i1", "i8", "i16"):
-                _zero_extend(b, r, in_t)
-            return _narrow(b, new, r, out_t)
+            if unsigned and in_t in _ZERO_EXTENDED:
+                _zero_extend(b, new, r, in_t)
+            return narrow(b, new, r, out_t)
         if src_bank == "i32":
             src = args[0]
-            if unsigned and in_t in ("i1", "i8", "i16"):
+            if unsigned and in_t in _ZERO_EXTENDED:
                 src = new("i32")
                 b.emit("mov.i32", src.index, args[0].index)
-                _zero_extend(b, src, in_t)
+                _zero_extend(b, new, src, in_t)
             b.emit("ext.i32.i64.u" if unsigned else "ext.i32.i64.s", r.index, src.index)
             return r
         b.emit("trunc.i64.i32", r.index, args[0].index)
-        return _narrow(b, new, r, out_t)
+        return narrow(b, new, r, out_t)
     if k in ("arith.sitofp", "arith.uitofp"):
         s = "u" if k == "arith.uitofp" else "s"
         width = "32" if BANK[in_t] == "i32" else "64"
@@ -117,7 +120,7 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
         s = "u" if k == "arith.fptoui" else "s"
         width = "32" if bank == "i32" else "64"
         b.emit(f"cast.{BANK[in_t]}.{s}i{width}", r.index, args[0].index)
-        return _narrow(b, new, r, out_t)
+        return narrow(b, new, r, out_t)
     if k in ("arith.extf", "arith.truncf"):
         src_bank = BANK[in_t]
         if src_bank == bank:
@@ -169,14 +172,27 @@ def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, ban
     return q
 
 
-def _zero_extend(b: FunctionBuilder, r: Reg, t: str) -> None:
+_ZERO_EXTENDED = ("i1", "i2", "i4", "i8", "i16")
+
+
+def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
+    if t in ("i2", "i4"):
+        mask = new("i32")
+        b.emit("const.i32", mask.index, (1 << int(t[1:])) - 1)
+        b.emit("and.i32", r.index, r.index, mask.index)
+        return
     op = {"i1": "trunc.i32.i8", "i8": "trunc.i32.i8", "i16": "trunc.i32.i16"}[t]
     b.emit(op, r.index, r.index)
 
 
-def _narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
-    """Keep narrow integers in their canonical form (i1: 0/1, i8/i16 sign-extended)."""
-    if t == "i1":
+def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
+    """Keep narrow integers in their canonical form (i1: 0/1, i2/i4/i8/i16 sign-extended)."""
+    if t in ("i2", "i4"):
+        shift = new("i32")
+        b.emit("const.i32", shift.index, 32 - int(t[1:]))
+        b.emit("shl.i32", r.index, r.index, shift.index)
+        b.emit("shr.s.i32", r.index, r.index, shift.index)
+    elif t == "i1":
         one = new("i32")
         b.emit("const.i32", one.index, 1)
         b.emit("and.i32", r.index, r.index, one.index)

@@ -36,7 +36,8 @@ Dynamic extents. A loop range or operand dimension may be a parameter name inste
 
 Storage. Tensor elements are stored densely, row-major, in their own width: i1 as one byte
 (0 or 1), i8/i16/i32/i64, f16/bf16/f32/f64, f8 types as one byte, "index" as i32; i4 and
-f4E2M1FN are packed two per byte, element 2k in the low nibble of byte k. Where a device lacks a type the code
+f4E2M1FN are packed two per byte, element 2k in the low nibble of byte k, and i2 four per byte,
+element 4k + j in bits 2j..2j+1 of byte k. Where a device lacks a type the code
 generator emulates it in 32-bit code or refuses with the missing feature named.
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ import math
 from dataclasses import dataclass, field
 
 # Scalar types a kernel body computes in and tensors store.
-INT_TYPES = ("i1", "i4", "i8", "i16", "i32", "i64")
+INT_TYPES = ("i1", "i2", "i4", "i8", "i16", "i32", "i64")
 # Small floats are computed in f32 registers holding exactly representable values: every op
 # that produces one rounds its f32 result to the type (as arith.truncf would).
 SMALL_FLOAT_TYPES = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN")
@@ -302,13 +303,13 @@ class Kernel:
                 raise ValueError(f"kernel {self.name}: yield of value {v}")
 
 
-_BITS = {"i1": 8, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16,
+_BITS = {"i1": 8, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16,
          "f32": 32, "f64": 64, "index": 32, "f4E2M1FN": 4,
          **{t: 8 for t in SMALL_FLOAT_TYPES if t.startswith("f8")}}
 
 
 def element_bit_width(element_type: str) -> int:
-    """Storage bits per element (i1 takes a whole byte; i4/f4 are packed)."""
+    """Storage bits per element (i1 takes a whole byte; i2/i4/f4 are packed)."""
     return _BITS[element_type]
 
 

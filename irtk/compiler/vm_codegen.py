@@ -90,6 +90,7 @@ class ModuleGen:
         for t in REF_TYPES:
             self.w.add_type(t)
         self.strings: dict[str, int] = {}
+        self.blobs: dict[bytes, int] = {}
         self.g_device = self.w.add_global("ref")
         self.g_allocator = self.w.add_global("ref")
         self.g_executable = self.w.add_global("ref")
@@ -132,6 +133,12 @@ class ModuleGen:
             self.strings[text] = self.w.add_rodata(f"str{len(self.strings)}", "text/plain",
                                                    text.encode())
         return self.strings[text]
+
+    def blob(self, name: str, data: bytes) -> int:
+        """A rodata segment holding `data` (e.g. a decoding table), one per distinct content."""
+        if data not in self.blobs:
+            self.blobs[data] = self.w.add_rodata(name, "application/octet-stream", data)
+        return self.blobs[data]
 
     def _load(self, fg: FunctionGen, global_: int, key: str) -> Reg:
         cache_key = ("global", key)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from irtk.hal import numerics
 from irtk.hal.buffer import Buffer
 from irtk.hal.element_type import ElementType
 
@@ -22,11 +23,16 @@ class BufferView:
 
     @property
     def byte_length(self) -> int:
-        return math.prod(self.shape) * self.element_type.byte_size
+        return self.element_type.storage_bytes(math.prod(self.shape))
 
     def to_numpy(self) -> np.ndarray:
+        """The contents as an array of the element type's numpy dtype; for a type numpy lacks
+        (bf16, f8/f4, i4, i2), its decoded values (`ElementType.value_dtype`)."""
         data = self.buffer.read(self.byte_offset, self.byte_length)
-        return np.frombuffer(data, dtype=self.element_type.numpy_dtype()).reshape(self.shape).copy()
+        et = self.element_type
+        if not et.has_numpy_dtype:
+            return numerics.decode(et.name, data, math.prod(self.shape)).reshape(self.shape)
+        return np.frombuffer(data, dtype=et.numpy_dtype()).reshape(self.shape).copy()
 
     def format_shape(self) -> str:
         """IREE's spelling of a tensor type, e.g. `4x2xf32`."""

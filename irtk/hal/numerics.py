@@ -4,11 +4,13 @@ One implementation shared by the compiler (constants), the runtime (parsing and 
 `--input` values) and both drivers, so that every place agrees on the bits of a value:
 
 - storage: how `count` elements sit in memory (dense, row-major, little endian): i1 one byte
-  (0 or 1), i4 and f4E2M1FN packed two per byte (element 2k in the low nibble of byte k), bf16 and
-  the f8 types as their raw bits, everything else as numpy stores it; "index" is i32.
-- values: what numpy computes in — bool for i1, int8 (sign-extended) for i4, float32 for bf16
-  and the small float types (holding values exactly representable in the type), the natural
-  numpy dtype otherwise.
+  (0 or 1); the sub-byte types packed from the low bits of each byte up, i4 and f4E2M1FN two
+  per byte (element 2k in the low nibble of byte k), i2 four per byte (element 4k + j in bits
+  2j..2j+1 of byte k); bf16 and the f8 types as their raw bits; everything else as numpy
+  stores it; "index" is i32.
+- values: what numpy computes in — bool for i1, int8 (sign-extended) for i4 and i2, float32
+  for bf16 and the small float types (holding values exactly representable in the type), the
+  natural numpy dtype otherwise.
 - rounding (`round_to`): a value of any float width to the nearest value of a float type, ties to
   even, with the type's overflow, NaN and signed-zero rules as LLVM's APFloat defines them for
   `arith.truncf`; integers wrap to their width.
@@ -35,8 +37,10 @@ from functools import cache
 
 import numpy as np
 
-INT_WIDTHS = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 32}
-PACKED_TYPES = ("i4", "f4E2M1FN")
+INT_WIDTHS = {"i1": 1, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 32}
+# Types stored several to a byte, with their bits per element.
+PACKED_BITS = {"i2": 2, "i4": 4, "f4E2M1FN": 4}
+PACKED_TYPES = tuple(PACKED_BITS)
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,8 @@ SMALL_FLOATS: dict[str, FloatFormat] = {f.name: f for f in (
 )}
 
 _COMPUTE: dict[str, np.dtype] = {
-    "i1": np.dtype(np.bool_), "i4": np.dtype(np.int8), "i8": np.dtype(np.int8),
+    "i1": np.dtype(np.bool_), "i2": np.dtype(np.int8), "i4": np.dtype(np.int8),
+    "i8": np.dtype(np.int8),
     "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "index": np.dtype(np.int32), "f16": np.dtype(np.float16), "bf16": np.dtype(np.float32),
     "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
@@ -113,15 +118,15 @@ def compute_dtype(element_type: str) -> np.dtype:
 
 
 def storage_dtype(element_type: str) -> np.dtype | None:
-    """The numpy dtype of one stored element; None for the packed 4-bit types."""
+    """The numpy dtype of one stored element; None for the packed sub-byte types."""
     _check(element_type)
     return _STORAGE.get(element_type)
 
 
 def storage_bytes(element_type: str, count: int) -> int:
     """Bytes that `count` elements occupy."""
-    if element_type in PACKED_TYPES:
-        return (count + 1) // 2
+    if element_type in PACKED_BITS:
+        return -(-count * PACKED_BITS[element_type] // 8)
     dtype = storage_dtype(element_type)
     assert dtype is not None
     return count * dtype.itemsize
@@ -262,8 +267,9 @@ def wrap_int(element_type: str, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if w == 1:
         return (x & 1).astype(np.bool_)
-    if w == 4:
-        return (((x.astype(np.int64) + 8) & 15) - 8).astype(np.int8)
+    if w < 8:
+        half = 1 << (w - 1)
+        return (((x.astype(np.int64) + half) & (2 * half - 1)) - half).astype(np.int8)
     return x.astype(_COMPUTE[element_type], casting="unsafe")
 
 
@@ -296,7 +302,7 @@ def _round_to(element_type: str, x: np.ndarray) -> np.ndarray:
 
 
 def to_bits(element_type: str, x: np.ndarray) -> np.ndarray:
-    """The raw code of each value (uint8 for f8/f4/i4/i1, uint16 for f16/bf16, ...)."""
+    """The raw code of each value (uint8 for f8/f4/i4/i2/i1, uint16 for f16/bf16, ...)."""
     _check(element_type)
     if element_type in SMALL_FLOATS:
         return _encode_small(element_type, np.asarray(x, dtype=np.float64))
@@ -304,8 +310,9 @@ def to_bits(element_type: str, x: np.ndarray) -> np.ndarray:
         return _bf16_bits(x)
     if element_type == "i1":
         return (np.asarray(x) != 0).astype(np.uint8)
-    if element_type == "i4":
-        return (wrap_int("i4", x).view(np.uint8) & np.uint8(15))
+    if element_type in ("i2", "i4"):
+        mask = np.uint8((1 << INT_WIDTHS[element_type]) - 1)
+        return wrap_int(element_type, x).view(np.uint8) & mask
     v = round_to(element_type, x)
     return v.view(np.dtype(f"u{v.dtype.itemsize}"))
 
@@ -320,27 +327,45 @@ def from_bits(element_type: str, bits: np.ndarray) -> np.ndarray:
         return _bf16_values(bits)
     if element_type == "i1":
         return bits != 0
-    if element_type == "i4":
-        return wrap_int("i4", bits.astype(np.int64) & 15)
+    if element_type in ("i2", "i4"):
+        return wrap_int(element_type, bits.astype(np.int64) & ((1 << INT_WIDTHS[element_type]) - 1))
     dtype = _COMPUTE[element_type]
     return bits.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
 
 
+def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
+    """`bits`-wide codes (bits 1, 2 or 4) -> bytes, packed from the low bits of each byte up:
+    element (8 // bits) * k + j sits in bits [j * bits, (j + 1) * bits) of byte k."""
+    per_byte = 8 // bits
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & np.uint8((1 << bits) - 1)
+    if codes.size % per_byte:
+        codes = np.append(codes, np.zeros(per_byte - codes.size % per_byte, np.uint8))
+    lanes = codes.reshape(-1, per_byte)
+    out = np.zeros(lanes.shape[0], dtype=np.uint8)
+    for j in range(per_byte):
+        out |= lanes[:, j] << np.uint8(j * bits)
+    return out
+
+
+def unpack_codes(data: np.ndarray, count: int, bits: int) -> np.ndarray:
+    """Bytes -> the first `count` `bits`-wide codes (the inverse of `pack_codes`)."""
+    per_byte = 8 // bits
+    data = np.asarray(data, dtype=np.uint8).reshape(-1)
+    out = np.empty((data.size, per_byte), dtype=np.uint8)
+    mask = np.uint8((1 << bits) - 1)
+    for j in range(per_byte):
+        out[:, j] = (data >> np.uint8(j * bits)) & mask
+    return out.reshape(-1)[:count]
+
+
 def pack_nibbles(codes: np.ndarray) -> np.ndarray:
     """4-bit codes -> bytes, element 2k in the low nibble of byte k."""
-    codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & np.uint8(15)
-    if codes.size % 2:
-        codes = np.append(codes, np.uint8(0))
-    return codes[0::2] | (codes[1::2] << np.uint8(4))
+    return pack_codes(codes, 4)
 
 
 def unpack_nibbles(data: np.ndarray, count: int) -> np.ndarray:
     """Bytes -> `count` 4-bit codes."""
-    data = np.asarray(data, dtype=np.uint8).reshape(-1)
-    out = np.empty(data.size * 2, dtype=np.uint8)
-    out[0::2] = data & np.uint8(15)
-    out[1::2] = data >> np.uint8(4)
-    return out[:count]
+    return unpack_codes(data, count, 4)
 
 
 def encode(element_type: str, values: np.ndarray | list | float | int) -> bytes:
@@ -350,8 +375,8 @@ def encode(element_type: str, values: np.ndarray | list | float | int) -> bytes:
     if arr.dtype.kind in "fc" or element_type not in INT_WIDTHS:
         arr = arr.astype(np.float64) if arr.dtype.kind not in "f" else arr
     flat = arr.reshape(-1)
-    if element_type in PACKED_TYPES:
-        return pack_nibbles(to_bits(element_type, flat)).tobytes()
+    if element_type in PACKED_BITS:
+        return pack_codes(to_bits(element_type, flat), PACKED_BITS[element_type]).tobytes()
     if element_type in INT_WIDTHS and flat.dtype.kind == "f":
         raise ValueError(f"{element_type} values must be integers, got {flat.dtype}")
     return np.ascontiguousarray(to_bits(element_type, flat)).tobytes()
@@ -363,12 +388,13 @@ def decode(element_type: str, data: bytes | bytearray | memoryview | np.ndarray,
     _check(element_type)
     raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) \
         else data.reshape(-1).view(np.uint8)
-    if element_type in PACKED_TYPES:
-        n = raw.size * 2 if count is None else count
+    if element_type in PACKED_BITS:
+        bits = PACKED_BITS[element_type]
+        n = raw.size * (8 // bits) if count is None else count
         if storage_bytes(element_type, n) > raw.size:
             raise ValueError(f"{n} {element_type} elements need {storage_bytes(element_type, n)} "
                              f"bytes, got {raw.size}")
-        return from_bits(element_type, unpack_nibbles(raw, n))
+        return from_bits(element_type, unpack_codes(raw, n, bits))
     dtype = _STORAGE[element_type]
     n = raw.size // dtype.itemsize if count is None else count
     if n * dtype.itemsize > raw.size:

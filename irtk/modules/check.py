@@ -56,7 +56,7 @@ class Elements:
 # -- decoding: the one place that knows how each element type is stored -------------------------
 
 def storage_bytes(element_type: hal.ElementType, count: int) -> int:
-    """Bytes that `count` elements occupy (i4 and f4 are packed two per byte)."""
+    """Bytes that `count` elements occupy (i4 and f4 are packed two per byte, i2 four)."""
     try:
         return numerics.storage_bytes(element_type.name, count)
     except ValueError:
@@ -76,8 +76,8 @@ def decode_storage(data: bytes, element_type: hal.ElementType, count: int
     except ValueError:
         raise RuntimeFailure(f"check: cannot decode elements of type {name}") from None
     raw = np.frombuffer(data, np.uint8)
-    if storage is None:   # packed 4-bit codes
-        bits = numerics.unpack_nibbles(raw, count)
+    if storage is None:   # packed sub-byte codes
+        bits = numerics.unpack_codes(raw, count, numerics.PACKED_BITS[name])
     else:
         bits = raw[:count * storage.itemsize].view(np.dtype(f"<u{storage.itemsize}"))
     if element_type is hal.ElementType.i1:   # any nonzero byte is true

@@ -251,7 +251,7 @@ class HalModule(NativeModule):
             raise RuntimeFailure(f"hal.{fn}: unknown element type 0x{element_type:08X}") from None
         if any(d < 0 for d in dims):
             raise RuntimeFailure(f"hal.{fn}: negative dimension in shape {dims}")
-        needed = math.prod(dims) * et.byte_size
+        needed = et.storage_bytes(math.prod(dims))
         if needed > byte_length or byte_offset < 0 or byte_offset + byte_length > buf.size:
             raise RuntimeFailure(
                 f"hal.{fn}: {format_tensor_type(dims, element_type)} ({needed} bytes) does not "

@@ -10,6 +10,7 @@ Never imports the compiler or a driver directly: devices come through `irtk.hal.
 from irtk.runtime.abi import TensorType
 from irtk.runtime.io import format_output, format_results, parse_input
 from irtk.runtime.module import AsyncCall, ExportedFunction, LoadedModule, load, vm_context
+from irtk.runtime.typed_array import TypedArray
 
 __all__ = ["load", "vm_context", "LoadedModule", "ExportedFunction", "AsyncCall", "TensorType",
-           "parse_input", "format_output", "format_results"]
+           "parse_input", "format_output", "format_results", "TypedArray"]

@@ -3,6 +3,8 @@
 An export's reflection carries "abi.args" and "abi.results", ';'-separated tensor types such as
 "4x2xf32;4xi32" ("?" for a dynamic dimension). Ref-bank arguments are passed as buffer views
 (allocated on the device and filled from the array); i32/i64/f32/f64 arguments as scalars.
+Element types numpy lacks (bf16, f8/f4, i4, i2) travel as `TypedArray`s: an argument of such a
+type may also be any array of real numbers, rounded (floats) or wrapped (integers) to the type.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 
 from irtk import hal
 from irtk.errors import InputError
+from irtk.runtime.typed_array import TypedArray
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,38 @@ def describe_array(array: np.ndarray) -> str:
     return "x".join([str(d) for d in array.shape] + [name]) + f" ({array.dtype})"
 
 
+def to_typed_array(value: Any, expected: TensorType, where: str) -> TypedArray:
+    """`value` as values of `expected`'s element type, which numpy lacks: a TypedArray of that
+    type as it is; real numbers rounded (floats) or wrapped (integers) to it. Integers must lie
+    in the type's signed or unsigned range (i4: -8..15), as MLIR's literals do."""
+    et = expected.element_type
+    if isinstance(value, TypedArray):
+        if value.element_type != et or not expected.matches(value.shape, et):
+            raise InputError(f"{where}: expected {expected}, got {value.type_text()}")
+        return value
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{where}: cannot convert {type(value).__name__} to an array: "
+                         f"{e}") from None
+    kinds = "fiub" if et.is_float else "iub"
+    if array.dtype.kind not in kinds or not expected.matches(array.shape, et):
+        raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+    if not et.is_float and array.size:
+        bits = et.bit_count
+        lo, hi = int(array.min()), int(array.max())
+        if lo < -(1 << (bits - 1)) or hi >= 1 << bits:
+            bad = lo if lo < -(1 << (bits - 1)) else hi
+            raise InputError(f"{where}: {bad} is out of range for {et.name} "
+                             f"[{-(1 << (bits - 1))}, {(1 << bits) - 1}]")
+    return TypedArray.from_values(array, et)
+
+
 def to_array(value: Any, expected: TensorType | None, where: str) -> np.ndarray:
     """`value` as a contiguous array of the expected type; InputError naming `where` if not."""
+    if isinstance(value, TypedArray):
+        raise InputError(f"{where}: expected {expected or 'an array'}, "
+                         f"got {value.type_text()}")
     if isinstance(value, np.ndarray):
         array = value
     else:
@@ -91,6 +124,15 @@ def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
         if expected is not None and not expected.matches(value.shape, value.element_type):
             raise InputError(f"{where}: expected {expected}, got {value.format_shape()}")
         return value
+    if isinstance(value, TypedArray) and expected is None:
+        typed: TypedArray | None = value
+    elif expected is not None and not expected.element_type.has_numpy_dtype:
+        typed = to_typed_array(value, expected, where)
+    else:
+        typed = None
+    if typed is not None:
+        buffer = device.allocator.allocate_with_data(typed.to_bytes() if typed.size else b"")
+        return hal.BufferView(buffer, typed.shape, typed.element_type)
     array = to_array(value, expected, where)
     try:
         element_type = hal.ElementType.from_numpy(array.dtype)
@@ -103,7 +145,10 @@ def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
 
 def to_scalar(value: Any, bank: str, expected: TensorType | None, where: str) -> Any:
     """A Python number for an i32/i64/f32/f64 argument."""
-    array = to_array(value, expected, where)
+    if expected is not None and not expected.element_type.has_numpy_dtype:
+        array = to_typed_array(value, expected, where).values
+    else:
+        array = to_array(value, expected, where)
     if array.size != 1 or array.ndim > 1:
         raise InputError(f"{where}: expected a scalar {bank}, got {describe_array(array)}")
     item = array.reshape(()).item()
@@ -111,7 +156,10 @@ def to_scalar(value: Any, bank: str, expected: TensorType | None, where: str) ->
 
 
 def from_vm(value: Any) -> Any:
-    """A result as the Python API returns it: buffer views become numpy arrays."""
+    """A result as the Python API returns it: buffer views become numpy arrays (TypedArrays
+    for element types numpy lacks)."""
     if isinstance(value, hal.BufferView):
+        if not value.element_type.has_numpy_dtype:
+            return TypedArray(value.to_numpy(), value.element_type)
         return value.to_numpy()
     return value

@@ -3,7 +3,9 @@
 Mirroring iree-run-module's syntax lets test commands and expected outputs move between IREE
 and irtk unchanged: "4x2xf32=1,2,3,4,5,6,7,8" (separators: spaces, commas, brackets; one value
 is broadcast to the whole shape; no values means zeros), "f32=3.5", "4xi32=@data.bin" (raw
-little-endian bytes) and "@array.npy".
+little-endian bytes) and "@array.npy". Element types numpy lacks ("2xf8E4M3FN=1 2", bf16, i4,
+i2) parse into a `TypedArray` (values rounded to the type; raw files hold its packed storage)
+and print the same way.
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ import numpy as np
 from irtk import hal
 from irtk.errors import InputError
 from irtk.runtime.abi import TensorType
+from irtk.runtime.typed_array import TypedArray
 
 _SEPARATORS = re.compile(r"[\s,\[\]]+")
 _EXAMPLE = "e.g. 4x2xf32=1,2,3,4,5,6,7,8"
 
 
-def parse_input(text: str) -> np.ndarray:
+def parse_input(text: str) -> np.ndarray | TypedArray:
     """An array from IREE `--input=` text; InputError says what is malformed."""
     text = text.strip()
     if text.startswith("@"):
@@ -37,10 +40,10 @@ def parse_input(text: str) -> np.ndarray:
     if any(d is None for d in tensor_type.shape):
         raise InputError(f"malformed input '{text}': dynamic dimension in an input type")
     shape = tuple(int(d) for d in tensor_type.shape)
-    try:
-        dtype = tensor_type.element_type.numpy_dtype()
-    except ValueError as e:
-        raise InputError(f"input '{text}': {e}") from None
+    et = tensor_type.element_type
+    if not et.has_numpy_dtype:
+        return _parse_typed(text, et, shape, type_text, values.strip())
+    dtype = et.numpy_dtype()
     count = math.prod(shape)
     values = values.strip()
     if values.startswith("@"):
@@ -55,6 +58,37 @@ def parse_input(text: str) -> np.ndarray:
     if len(parsed) == 1:
         return np.full(shape, parsed[0], dtype)
     return np.array(parsed, dtype).reshape(shape)
+
+
+def _parse_typed(text: str, et: hal.ElementType, shape: tuple[int, ...], type_text: str,
+                 values: str) -> TypedArray:
+    """Values of a type numpy lacks: numbers rounded (floats) or wrapped (integers in the
+    type's signed or unsigned range) to it; a raw file holds the type's storage bytes."""
+    count = math.prod(shape)
+    if values.startswith("@"):
+        data = _read_file(values[1:])
+        needed = et.storage_bytes(count)
+        if len(data) != needed:
+            raise InputError(f"input file '{values[1:]}' has {len(data)} bytes, {type_text} "
+                             f"needs {needed}")
+        return TypedArray.from_bytes(data, shape, et)
+    tokens = [t for t in _SEPARATORS.split(values) if t]
+    if len(tokens) not in (0, 1, count):
+        raise InputError(f"input '{_clip(text)}': {len(tokens)} values for {type_text} "
+                         f"({count} elements)")
+    if et.is_float:
+        parsed: list[Any] = [_parse_element(t, np.dtype(np.float64), type_text) for t in tokens]
+    else:
+        bits = et.bit_count
+        parsed = [_parse_element(t, np.dtype(np.int64), type_text) for t in tokens]
+        for v in parsed:
+            if not -(1 << (bits - 1)) <= v < 1 << bits:
+                raise InputError(f"input {type_text}: {v} is out of range for {et.name} "
+                                 f"[{-(1 << (bits - 1))}, {(1 << bits) - 1}]")
+    if not parsed:
+        parsed = [0]
+    array = np.array(parsed, np.float64 if et.is_float else np.int64)
+    return TypedArray.from_values(np.broadcast_to(array, (count,)).reshape(shape), et)
 
 
 def _clip(text: str, limit: int = 60) -> str:
@@ -94,12 +128,16 @@ def _load_npy(path: str) -> np.ndarray:
     return array
 
 
-def _load_raw(path: str, dtype: np.dtype, shape: tuple[int, ...], type_text: str) -> np.ndarray:
+def _read_file(path: str) -> bytes:
     try:
         with open(os.fspath(path), "rb") as f:
-            data = f.read()
+            return f.read()
     except OSError as e:
         raise InputError(f"cannot read input file '{path}': {e.strerror or e}") from None
+
+
+def _load_raw(path: str, dtype: np.dtype, shape: tuple[int, ...], type_text: str) -> np.ndarray:
+    data = _read_file(path)
     needed = math.prod(shape) * dtype.itemsize
     if len(data) != needed:
         raise InputError(f"input file '{path}' has {len(data)} bytes, {type_text} needs {needed}")
@@ -126,9 +164,15 @@ def format_output(array: Any, max_elements: int | None = None) -> str:
     """IREE's text of a tensor: "4x2xf32=[1 2][3 4][5 6][7 8]" (floats as C's %G).
 
     With `max_elements`, elements past that count are left out and "..." ends the text.
+    A TypedArray prints its own element type ("2xf8E4M3FN=1 2") and its values.
     """
-    array = np.asarray(array)
-    head = "x".join([str(d) for d in array.shape] + [_type_name(array)])
+    if isinstance(array, TypedArray):
+        name = array.element_type.name
+        array = array.values
+    else:
+        array = np.asarray(array)
+        name = _type_name(array)
+    head = "x".join([str(d) for d in array.shape] + [name])
     kind = array.dtype.kind
     budget = [array.size if max_elements is None else max_elements]
     truncated = [False]
@@ -165,7 +209,7 @@ def format_results(results: Any, max_elements: int | None = None) -> str:
         values = [results]
     lines = []
     for i, value in enumerate(values):
-        if isinstance(value, (np.ndarray, np.generic)):
+        if isinstance(value, (np.ndarray, np.generic, TypedArray)):
             lines.append(f"result[{i}]: hal.buffer_view")
             lines.append(format_output(value, max_elements))
         elif isinstance(value, float):

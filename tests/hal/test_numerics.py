@@ -147,7 +147,8 @@ def test_f16_matches_numpy_half_rounding(rng):
 
 @pytest.mark.parametrize("t, lo, hi", [("i8", -128, 127), ("i16", -2 ** 15, 2 ** 15 - 1),
                                        ("i32", -2 ** 31, 2 ** 31 - 1),
-                                       ("i64", -2 ** 63, 2 ** 63 - 1), ("i4", -8, 7)])
+                                       ("i64", -2 ** 63, 2 ** 63 - 1), ("i4", -8, 7),
+                                       ("i2", -2, 1)])
 def test_integers_wrap_to_their_width(t, lo, hi, rng):
     x = rng.integers(-2 ** 40, 2 ** 40, 300)
     span = hi - lo + 1
@@ -163,6 +164,28 @@ def test_i4_and_f4_pack_two_per_byte_low_nibble_first():
     assert numerics.encode("f4E2M1FN", [0.5, -6.0, 1.0, 0.0]) == bytes([0xF1, 0x02])
     np.testing.assert_array_equal(numerics.decode("i4", bytes([0x8F, 0x70]), 3), [-1, -8, 0])
     assert numerics.storage_bytes("i4", 5) == 3
+
+
+def test_i2_packs_four_per_byte_low_bits_first():
+    assert numerics.encode("i2", [1, -1, -2, 0, 1]) == bytes([0b00_10_11_01, 0b01])
+    np.testing.assert_array_equal(numerics.decode("i2", bytes([0b01_00_11_10]), 4), [-2, -1, 0, 1])
+    assert [numerics.storage_bytes("i2", n) for n in (0, 1, 4, 5, 9)] == [0, 1, 1, 2, 3]
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("count", [1, 3, 5, 7, 8, 13, 31])
+def test_packing_round_trips_codes_at_odd_counts(bits, count, rng):
+    codes = rng.integers(0, 1 << bits, count).astype(np.uint8)
+    data = numerics.pack_codes(codes, bits)
+    per_byte = 8 // bits
+    assert data.size == -(-count // per_byte)
+    for k, code in enumerate(codes):   # from bit (k % per_byte) * bits of byte k // per_byte
+        assert (int(data[k // per_byte]) >> (k % per_byte * bits)) & ((1 << bits) - 1) == code
+    assert int(data[-1]) >> ((count - 1) % per_byte + 1) * bits == 0   # padding is zero
+    np.testing.assert_array_equal(numerics.unpack_codes(data, count, bits), codes)
+    t = "i2" if bits == 2 else "i4"
+    values = numerics.from_bits(t, codes)
+    np.testing.assert_array_equal(numerics.decode(t, numerics.encode(t, values), count), values)
 
 
 def test_i1_is_one_byte_per_element_read_as_nonzero():

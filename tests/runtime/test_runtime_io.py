@@ -43,7 +43,9 @@ def test_parse_input_nan():
     ("f32=abc", "'abc' is not a number"),
     ("i8=300", "300 is out of range for int8"),
     ("i1=maybe", "'maybe' is not a boolean"),
-    ("bf16=1", "bf16 has no numpy dtype"),
+    ("2xi4=3,16", "16 is out of range for i4 [-8, 15]"),
+    ("2xf8E4M3FN=1,x", "'x' is not a number"),
+    ("3xi2=1,2", "2 values for 3xi2 (3 elements)"),
     ("@/nonexistent/file.npy", "cannot read input file"),
     ("4xf32=@/nonexistent/file.bin", "cannot read input file"),
 ])

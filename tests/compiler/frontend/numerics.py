@@ -19,7 +19,7 @@ SMALL_FLOATS = {
     "f8E5M2FNUZ": (5, 2, 16, 57344.0, False, True, False),
     "f4E2M1FN": (2, 1, 1, 6.0, False, False, True),
 }
-INT_WIDTHS = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
+INT_WIDTHS = {"i1": 1, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
 FLOAT_WIDTHS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "f8E8M0FNU": 8,
                 **{k: 1 + v[0] + v[1] for k, v in SMALL_FLOATS.items()}}
 

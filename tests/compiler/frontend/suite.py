@@ -9,12 +9,7 @@ SUITE_DIR = Path(os.environ.get("IRTK_CONFORMANCE_DIR")
                  or Path(__file__).resolve().parents[2] / "conformance" / "iree_e2e")
 
 # Functions the importer rightly refuses, with the reason (checked against its message).
-UNSUPPORTED = {
-    "f32_to_i2_1d": "element type i2 is not supported",     # no i2 in the kernel IR
-    "i2_to_f32_1d": "element type i2 is not supported",
-    "i2_to_f32_3d": "element type i2 is not supported",
-    "simple_test_with_cfg": "unsupported op 'cf.cond_br'",   # TIR has no branches
-}
+UNSUPPORTED: dict[str, str] = {}
 
 # Too large for the numpy evaluator (about 1e9 and 7e9 multiply-adds, one step at a time).
 TOO_LARGE = {"matmul_2048x512x1024_f32_f32", "matmul_3456x1024x2048_f16_f16"}

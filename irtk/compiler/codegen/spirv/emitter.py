@@ -62,7 +62,7 @@ class Emitter:
         """
         if name == "i1":
             return self.bool
-        if name in ("i4", "i8", "i16", "i32", "index"):
+        if name in ("i2", "i4", "i8", "i16", "i32", "index"):
             return self.i32
         if name == "i64":
             return self.b.type_vector(self.u32, 2) if self.emulate_i64 else self.i64

@@ -1,6 +1,6 @@
 """Body ops on every kernel scalar type, in 32-bit registers where the device lacks the type.
 
-Register classes: i1 is a SPIR-V bool; i4, i8, i16, i32 and index live in i32 registers,
+Register classes: i1 is a SPIR-V bool; i2, i4, i8, i16, i32 and index live in i32 registers,
 always sign-extended from their width (the canonical form: every op that produces a narrow
 integer wraps its result back to it, and unsigned ops first zero-extend their operands); f16,
 bf16 and the f8/f4 types live in f32 registers holding exactly representable values (every op
@@ -25,7 +25,7 @@ from . import int64_emulation as i64e
 from .float_formats import FORMATS, decode, encode, round_to
 from .scalar_ops import OpCall, emit_op
 
-INT_WIDTH = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "index": 32, "i64": 64}
+INT_WIDTH = {"i1": 1, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "index": 32, "i64": 64}
 FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64,
                **{name: FORMATS[name].width for name in FORMATS if name[:2] in ("f8", "f4")}}
 # Ops that read their integer operands as unsigned numbers.
