@@ -9,7 +9,9 @@ within one region and never through a `barrier`:
   contract the last write of a parallel point wins, so the fused value is computed from the
   final accumulator (a matmul with its bias and activation is one dispatch);
 - fill fusion: a generic that only yields a constant and feeds a dispatch's output init becomes
-  a fill of that output's buffer recorded just before the dispatch.
+  a fill of that output's buffer recorded just before the dispatch;
+- split reductions: a long reduction over few parallel points becomes a partial and a final
+  dispatch through a transient (split_reduction.py).
 Host constants a body reads as scalars (captures, splat tensors) are inlined; other constants
 stay buffers. Dynamic extents become kernel params whose values the host reads with
 `tensor.dim` ops inserted before the dispatch.
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irtk.compiler import kernel as K
-from irtk.compiler import tir
+from irtk.compiler import split_reduction, tir
 from irtk.compiler.kernel import AffineMap
 from irtk.errors import CompileError
 
@@ -615,6 +617,9 @@ class _FunctionFormer:
         except ValueError as e:
             raise self.error(c.op, f"cannot form a dispatch: {e}") from None
         reads = [any(n.name == "output" and n.ref is o for n in nodes) for o in c.outputs]
+        parts = split_reduction.split(kern)
+        if parts is not None:
+            return pre + self.split_dispatch(c, parts)
         op = tir.Op("dispatch",
                     [i.value for i in c.inputs] + [o.init for o in c.outputs] + param_values,
                     [o.result for o in c.outputs],
@@ -622,6 +627,27 @@ class _FunctionFormer:
                      "fills": [o.fill for o in c.outputs], "reads_init": reads},
                     location=c.location)
         return pre + [op]
+
+    def split_dispatch(self, c: Cluster, parts: split_reduction.Split) -> list[tir.Op]:
+        """A long reduction over few points as two dispatches (split_reduction.py): partial
+        results into transient tensors filled with the combiner's identity, then the fold of
+        the partials into the outputs."""
+        n_in, n_out = len(c.inputs), len(c.outputs)
+        self.names.add(parts.partial.name)
+        empties = [tir.Op("empty", [], [tir.Value(tir.TensorType(
+            parts.partial_shape(k), o.init.type.element_type))],  # type: ignore[union-attr]
+            location=c.location) for k, o in enumerate(c.outputs)]
+        partials = [tir.Value(e.result.type) for e in empties]
+        first = tir.Op("dispatch", [i.value for i in c.inputs] + [e.result for e in empties],
+                       partials, {"kernel": parts.partial, "num_inputs": n_in,
+                                  "num_outputs": n_out, "fills": list(parts.identities),
+                                  "reads_init": [True] * n_out}, location=c.location)
+        second = tir.Op("dispatch", partials + [o.init for o in c.outputs],
+                        [o.result for o in c.outputs],
+                        {"kernel": parts.final, "num_inputs": n_out, "num_outputs": n_out,
+                         "fills": [o.fill for o in c.outputs], "reads_init": [True] * n_out},
+                        location=c.location)
+        return empties + [first, second]
 
     def kernel_name(self, c: Cluster) -> str:
         kind = "elementwise" if c.is_elementwise else "reduction"

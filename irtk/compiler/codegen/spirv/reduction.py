@@ -1,54 +1,73 @@
-"""The reduction strategy: a workgroup per parallel point (or several), no barrier tree.
+"""The reduction strategy: a workgroup per parallel point (or several), accumulated in blocks.
 
 Recognized kernels: at least one reduction loop, and every output yields
 `combine(current, x)` (either operand order) with an associative, commutative combiner from
-`COMBINERS` on f32 or i32 (index) values, where the output's current value is used by nothing
-else and `x` does not depend on any output. A float add/mul must moreover combine an input
-element as loaded (`x` is that input's block argument): only such a plain sum/product may be
-reassociated (kernel.py, "Reassociation"); a float sum of values the body computes, such as
+`COMBINERS` on f32, f16, bf16 or i32 (index) values, where the output's current value is used
+by nothing else and `x` does not depend on any output. A float add/mul must moreover combine an
+input element as loaded (`x` is that input's block argument): only such a plain sum/product may
+be reassociated (kernel.py, "Reassociation"); a float sum of values the body computes, such as
 `(x - b) * (x - b)` or a product, goes to the fallback, which keeps the sequential order with
 every step rounded. argmax-style bodies (selects over several outputs) do not match either.
 
+Floats accumulate in f32 whatever the output type (f16/bf16 sums are rounded once, when the
+total meets the output's initial value), integers in i32.
+
 Each workgroup of W invocations owns one parallel point (linear grid), or with a subgroup
-reduce R consecutive points one after another (`rows_per_workgroup`: SwiftShader pays a fixed
-cost per workgroup, about 3 us, so 1024 one-row workgroups cost more than the loads).
-Invocation l combines the units l, l + W, ... (a unit is one reduction point, or four
-consecutive points read with 16-byte loads where the inputs allow) into a register
-accumulator started at the combiner's identity, `UNROLL` units per loop trip. Where the
-profile fixes the subgroup size and has subgroup arithmetic (and every combiner has a
+reduce R consecutive points one after another (`rows_per_workgroup`). Invocation l reads the
+units l, l + W, ... (a unit is one reduction point, or `group` consecutive points read with one
+wide load per input where the inputs allow), `unroll` units per loop trip. Accuracy: the
+`unroll * group` values of one trip are summed into a fresh trip sum, trips add into a block
+accumulator (`BLOCK` trips each) and blocks into the invocation's accumulator; with the
+subgroup (or shared-memory) tree on top, each value of a sum of n passes through at most
+about unroll * group + BLOCK + n / (W * unroll * group * BLOCK) + log2(W) roundings, not the
+n / W of a serial sum per invocation (2 x 40960 values 0.001: 40.959713 before, 40.96 now).
+
+Where the profile fixes the subgroup size and has subgroup arithmetic (and every combiner has a
 subgroup operation), W is that size: the workgroup is one subgroup and `OpGroupNonUniform*`
-Reduce finishes the job with no shared memory and no barrier. Otherwise W = 64 partial
-results meet in shared memory behind one barrier and invocation 0 folds them in order (CPU
-drivers pay dearly per barrier). Invocation 0 then combines the output's initial value with
-the total and stores it; plain float sums are thus reassociated (they match a sequential sum
-to rounding), as the rule above allows.
+Reduce finishes the job with no shared memory and no barrier. Otherwise W = 64 partial results
+meet in shared memory behind one barrier and invocation 0 folds them in order (CPU drivers pay
+dearly per barrier). Invocation 0 then combines the output's initial value with the total and
+stores it.
+
+Load shape per profile (`plan`; docs/codegen_spirv.md, "The reduction strategy"): lavapipe
+loads a storage buffer lane by lane, so each lane reads 8 consecutive f32 with one
+u64vec4 load where the profile has 64-bit integers (4 with a uvec4 load otherwise);
+SwiftShader turns a load whose lanes read consecutive words into one vector load, and a
+per-lane vector into a gather, which measured no better than per-lane uvec4 loads there; both
+keep 4-wide loads.
 
 Selection: static reductions of fewer than `MIN_REDUCTION` points stay with the fallback (one
 invocation per point is cheaper there).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
-from spirv.tables import BuiltIn, Capability, GroupOperation, Op as SpvOp, Scope
+from spirv.tables import (BuiltIn, Capability, Decoration, GLSLstd450, GroupOperation,
+                          Op as SpvOp, Scope, StorageClass)
 
-from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op
+from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
 from irtk.compiler.targets import VulkanProfile
 
 from .body import evaluate
 from .executable import SpirvKernel
-from .fallback import delinearize, emit_if, emit_loop
+from .fallback import LOOP_TRIP_BUDGET, delinearize, emit_if, emit_loop
 from .interface import ShaderInterface, barrier, shared_array, shared_pointer
 from .typed_ops import emit_typed
 
 MIN_REDUCTION = 64
 SHARED_WORKGROUP = 64
 UNROLL = 4
+BLOCK = 16
 MAX_ROWS = 32
 MIN_GROUPS = 32
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+FLOAT_OUTPUTS = ("f32", "f16", "bf16")
+INT_OUTPUTS = ("i32", "index")
 
-# combiner -> (identity for f32, identity for i32, subgroup reduce opcode)
+# combiner -> (identity for floats, identity for i32, subgroup reduce opcode)
 COMBINERS: dict[str, tuple[float | None, int | None, SpvOp | None]] = {
     "arith.addf": (0.0, None, SpvOp.GroupNonUniformFAdd),
     "arith.mulf": (1.0, None, SpvOp.GroupNonUniformFMul),
@@ -68,8 +87,23 @@ COMBINERS: dict[str, tuple[float | None, int | None, SpvOp | None]] = {
 }
 
 
+@dataclass(frozen=True)
+class Combiner:
+    """One output's reduction: its combiner op and the body value `x` it folds in."""
+
+    op: Op
+    x: int
+
+
 def combiners(kernel: Kernel) -> list[Op] | None:
     """The combiner op of each output, or None when the kernel is not a plain reduction."""
+    found = reduction_terms(kernel)
+    return None if found is None else [c.op for c in found]
+
+
+def reduction_terms(kernel: Kernel) -> list[Combiner] | None:
+    """Each output's combiner and folded value, or None when the kernel is not a plain
+    reduction this strategy may reorder."""
     if not kernel.reduction_dims:
         return None
     n_in, n_out = len(kernel.inputs), len(kernel.outputs)
@@ -86,9 +120,9 @@ def combiners(kernel: Kernel) -> list[Op] | None:
         op = kernel.ops[y - base]
         kind = kernel.outputs[o].element_type
         identity = COMBINERS.get(op.name)
-        if identity is None or kind not in ("f32", "i32", "index") or len(op.operands) != 2:
+        if identity is None or kind not in FLOAT_OUTPUTS + INT_OUTPUTS or len(op.operands) != 2:
             return None
-        if (identity[0] if kind == "f32" else identity[1]) is None:
+        if (identity[0] if kind in FLOAT_OUTPUTS else identity[1]) is None:
             return None
         acc = n_in + o
         if acc not in op.operands:
@@ -101,7 +135,7 @@ def combiners(kernel: Kernel) -> list[Op] | None:
         # The current value feeds only the combiner.
         if any(acc in other.operands for j, other in enumerate(kernel.ops) if j != y - base):
             return None
-        found.append(op)
+        found.append(Combiner(op, x))
     return found
 
 
@@ -117,12 +151,13 @@ def reassociable(kernel: Kernel, op: Op, x: int) -> bool:
     return kernel.inputs[x].element_type == kernel.value_type(op.operands[0])
 
 
-def contiguous_quads(kernel: Kernel) -> bool:
-    """Four consecutive points of the innermost reduction loop can be read with one 4-word
-    load per input: static, 32-bit inputs, the loop contiguous in each (coefficient 1, every
-    other coefficient and the constant multiples of 4), and its extent a multiple of 4."""
+def contiguous_group(kernel: Kernel, group: int) -> bool:
+    """`group` consecutive points of the innermost reduction loop can be read with one
+    `4 * group`-byte load per input: static, 32-bit inputs, the loop contiguous in each
+    (coefficient 1, every other coefficient and the constant multiples of `group`), and its
+    extent a multiple of `group`."""
     inner = kernel.reduction_dims[-1]
-    if not kernel.is_static or kernel.loop_ranges[inner] % 4:  # type: ignore[operator]
+    if not kernel.is_static or kernel.loop_ranges[inner] % group:  # type: ignore[operator]
         return False
     n = len(kernel.loop_ranges)
     for o in kernel.inputs:
@@ -134,10 +169,15 @@ def contiguous_quads(kernel: Kernel) -> bool:
         strides = [math.prod(o.shape[r + 1:]) for r in range(len(o.shape))]  # type: ignore
         coeffs = [sum(row[j] * st for row, st in zip(o.map.rows, strides)) for j in range(n)]
         const = sum(row[-1] * st for row, st in zip(o.map.rows, strides))
-        if coeffs[inner] != 1 or const % 4 or any(c % 4 for j, c in enumerate(coeffs)
-                                                  if j != inner):
+        if coeffs[inner] != 1 or const % group or any(c % group for j, c in enumerate(coeffs)
+                                                      if j != inner):
             return False
     return True
+
+
+def contiguous_quads(kernel: Kernel) -> bool:
+    """Four consecutive points per 16-byte load (see `contiguous_group`)."""
+    return contiguous_group(kernel, 4)
 
 
 def rows_per_workgroup(kernel: Kernel) -> int:
@@ -154,72 +194,129 @@ def rows_per_workgroup(kernel: Kernel) -> int:
     return rows
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a reduction kernel is laid out (see the module docstring)."""
+
+    width: int        # invocations per workgroup
+    subgroup: int     # the subgroup size the reduce relies on; 0: shared memory
+    rows: int         # parallel points per workgroup
+    group: int        # consecutive reduction points per unit (one load per input)
+    unroll: int       # units per loop trip
+    block: int        # trips per block accumulator
+
+
+def plan(kernel: Kernel, profile: VulkanProfile, ops: list[Op]) -> Plan:
+    """The layout for `profile` (the per-driver rule is in the module docstring)."""
+    if profile.subgroup_size > 1 and profile.subgroup_arithmetic and all(
+            COMBINERS[op.name][2] is not None for op in ops):
+        width = subgroup = profile.subgroup_size
+        rows = rows_per_workgroup(kernel)
+    else:
+        width, subgroup, rows = min(SHARED_WORKGROUP, profile.max_workgroup_invocations), 0, 1
+    group = 1
+    if profile.cpu_device and profile.int64 and contiguous_group(kernel, 8):
+        group = 8
+    elif contiguous_group(kernel, 4):
+        group = 4
+    return Plan(width, subgroup, rows, group, UNROLL, BLOCK)
+
+
 def compile_reduction(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
-    ops = combiners(kernel)
-    if ops is None:
+    terms = reduction_terms(kernel)
+    if terms is None:
         return None
     static = [kernel.loop_ranges[d] for d in kernel.reduction_dims]
     size = math.prod(static) if all(isinstance(r, int) for r in static) else None
     if size is not None and size < MIN_REDUCTION:
         return None
-    if profile.subgroup_size > 1 and profile.subgroup_arithmetic and all(
-            COMBINERS[op.name][2] is not None for op in ops):
-        width = profile.subgroup_size
-    else:
-        width = min(SHARED_WORKGROUP, profile.max_workgroup_invocations)
-    return _Generator(kernel, profile, ops, width).build()
+    layout = plan(kernel, profile, [t.op for t in terms])
+    if size is not None and _loop_trips(layout, size) > LOOP_TRIP_BUDGET:
+        return None     # llvmpipe would cut the loops short; the fallback unrolls or refuses
+    return _Generator(kernel, profile, terms, layout).build()
+
+
+def _loop_trips(layout: Plan, size: int) -> int:
+    """Loop back-edges one invocation takes for a static reduction of `size` points."""
+    trips = -(-size // (layout.group * layout.width * layout.unroll))
+    blocks = -(-trips // layout.block) if trips > layout.block else 0
+    return layout.rows * (trips + blocks + 1)
+
+
+def accumulator_type(kind: str) -> str:
+    """The register type a reduction into `kind` accumulates in."""
+    return "f32" if kind in FLOAT_OUTPUTS else "i32"
 
 
 class _Generator:
-    def __init__(self, kernel: Kernel, profile: VulkanProfile, ops: list[Op], width: int):
-        self.kernel, self.profile, self.ops, self.width = kernel, profile, ops, width
-        self.iface = ShaderInterface(kernel, profile, (width, 1, 1))
+    def __init__(self, kernel: Kernel, profile: VulkanProfile, terms: list[Combiner],
+                 layout: Plan):
+        self.kernel, self.profile, self.terms, self.layout = kernel, profile, terms, layout
+        self.width = layout.width
+        self.iface = ShaderInterface(kernel, profile, (layout.width, 1, 1))
         self.e = self.iface.e
-        self.subgroup = profile.subgroup_size if width == profile.subgroup_size else 0
-        self.vector = contiguous_quads(kernel)
-        self.rows = rows_per_workgroup(kernel) if self.subgroup else 1
+        self.subgroup = layout.subgroup
+        self.kinds = [accumulator_type(o.element_type) for o in kernel.outputs]
+        self.acc_ops = [Op(t.op.name, t.op.operands, kind)
+                        for t, kind in zip(terms, self.kinds)]
+        self._wide_views: dict[int, int] = {}
+        # The body up to the folded values: each combiner op becomes a (free) constant, so
+        # evaluating it emits no dead combiner code.
+        base = len(kernel.inputs) + len(kernel.outputs)
+        combiner_at = {y - base for y in kernel.yields}
+        self.body = dataclasses.replace(kernel, ops=[
+            Op("arith.constant", (), op.result_type) if i in combiner_at else op
+            for i, op in enumerate(kernel.ops)])
 
     def identity(self, o: int) -> int:
-        e, op = self.e, self.ops[o]
-        f, i, _ = COMBINERS[op.name]
-        return e.f32c(f) if self.kernel.outputs[o].element_type == "f32" else e.i32c(i)
+        f, i, _ = COMBINERS[self.terms[o].op.name]
+        return self.e.f32c(f) if self.kinds[o] == "f32" else self.e.i32c(i)
 
     def combine(self, o: int, a: int, b: int) -> int:
-        kind = self.kernel.outputs[o].element_type
-        return emit_typed(self.e, self.ops[o], [a, b], [kind, kind])
+        """a (+) b in the accumulator type (no rounding to a narrower output type)."""
+        kind = self.kinds[o]
+        return emit_typed(self.e, self.acc_ops[o], [a, b], [kind, kind])
+
+    def fold(self, o: int, values: list[int]) -> int:
+        """The values combined in order (a serial chain measured 5% faster than a pairwise
+        tree on SwiftShader; as fast on lavapipe)."""
+        total = values[0]
+        for v in values[1:]:
+            total = self.combine(o, total, v)
+        return total
 
     def build(self) -> SpirvKernel:
-        iface, e, kernel = self.iface, self.e, self.kernel
-        width = self.width
-        types = [e.scalar_type(o.element_type) for o in kernel.outputs]
-        shared = [] if self.subgroup else [shared_array(iface, t, width, f"partial{o}")
+        iface, e, kernel, layout = self.iface, self.e, self.kernel, self.layout
+        types = [e.scalar_type(k) for k in self.kinds]
+        shared = [] if self.subgroup else [shared_array(iface, t, self.width, f"partial{o}")
                                            for o, t in enumerate(types)]
         e.label()
         group_id = iface.linear_workgroup()
         local = iface.builtin(BuiltIn.LocalInvocationId, 0)
         accs = [e.local(t) for t in types]
-        if self.rows == 1:
-            self._parallel_point(group_id, local, types, shared, accs)
+        blocks = [e.local(t) for t in types]
+        if layout.rows == 1:
+            self._parallel_point(group_id, local, types, shared, accs, blocks)
         else:
             # Several parallel points per workgroup, one after another (uniform control flow:
             # the subgroup reduce inside stays legal): fewer, longer workgroups.
-            first = e.op(SpvOp.IMul, e.u32, group_id, e.u32c(self.rows))
-            emit_loop(e, e.i32c(self.rows), lambda i: self._parallel_point(
+            first = e.op(SpvOp.IMul, e.u32, group_id, e.u32c(layout.rows))
+            emit_loop(e, e.i32c(layout.rows), lambda i: self._parallel_point(
                 e.op(SpvOp.IAdd, e.u32, first, e.op(SpvOp.Bitcast, e.u32, i)),
-                local, types, shared, accs))
+                local, types, shared, accs, blocks))
         e.op_void(SpvOp.Return)
         code = iface.finish()
         requirements: dict[str, int | bool] = {
-            "shared_memory_bytes": 4 * len(shared) * width}
+            "shared_memory_bytes": 4 * len(shared) * self.width}
         if self.subgroup:
             requirements["subgroup_size"] = self.subgroup
-        return iface.result(code, Grid(GridAxis(kernel.parallel_dims, self.rows), linear=True),
-                            requirements)
+        return iface.result(code, Grid(GridAxis(kernel.parallel_dims, layout.rows),
+                                       linear=True), requirements)
 
     def _parallel_point(self, point: int, local: int, types: list[int], shared: list[int],
-                        accs: list[int]) -> None:
+                        accs: list[int], blocks: list[int]) -> None:
         """Reduce parallel point `point` (u32, linear) and store its outputs."""
-        iface, e, kernel = self.iface, self.e, self.kernel
+        iface, e, kernel, layout = self.iface, self.e, self.kernel, self.layout
         width = self.width
         parallel_dims, reduction_dims = kernel.parallel_dims, kernel.reduction_dims
         points = e.u32c(1)
@@ -234,30 +331,50 @@ class _Generator:
             e.store(acc, self.identity(o))
         # Workgroups past the end still reach every barrier: only their work is skipped.
         local_i = e.op(SpvOp.Bitcast, e.i32, local)
-
-        group = 4 if self.vector else 1       # reduction points per unit of work
+        group, unroll, block = layout.group, layout.unroll, layout.block
+        span = width * unroll                       # units per trip of the whole workgroup
         units = e.op(SpvOp.SDiv, e.i32, total, e.i32c(group))
         static = [kernel.loop_ranges[d] for d in reduction_dims]
-        exact = all(isinstance(r, int) for r in static) and \
-            (math.prod(static) // group) % (width * UNROLL) == 0  # type: ignore[arg-type]
+        size = math.prod(static) if all(isinstance(r, int) for r in static) else None
+        exact = size is not None and (size // group) % span == 0  # type: ignore[operator]
+        static_trips = None if size is None else -(-(size // group) // span)
 
         def accumulate() -> None:
             indices = delinearize(iface, point, parallel_dims)
-            trips = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, units,
-                                                 e.i32c(width * UNROLL - 1)),
-                         e.i32c(width * UNROLL))
+            trips = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, units, e.i32c(span - 1)),
+                         e.i32c(span))
 
-            def trip(t: int) -> None:
-                base = e.op(SpvOp.IAdd, e.i32, e.op(SpvOp.IMul, e.i32, t,
-                                                    e.i32c(width * UNROLL)), local_i)
-                for u in range(UNROLL):
+            def trip(t: int, into: list[int]) -> None:
+                base = e.op(SpvOp.IAdd, e.i32, e.op(SpvOp.IMul, e.i32, t, e.i32c(span)),
+                            local_i)
+                values: list[list[int]] = [[] for _ in self.terms]
+                for u in range(unroll):
                     unit = base if u == 0 else e.op(SpvOp.IAdd, e.i32, base, e.i32c(u * width))
-                    if exact:   # every unit of every trip exists: no divergent branch
-                        self._unit(indices, unit, accs)
-                    else:
-                        emit_if(e, e.op(SpvOp.SLessThan, e.bool, unit, units),
-                                lambda unit=unit: self._unit(indices, unit, accs))
-            emit_loop(e, trips, trip)
+                    for o, xs in enumerate(self._unit(indices, unit, units, exact)):
+                        values[o].extend(xs)
+                # A fresh sum per trip, added to the running one: short chains only.
+                for o, into_o in enumerate(into):
+                    e.store(into_o, self.combine(o, e.load(types[o], into_o),
+                                                 self.fold(o, values[o])))
+
+            if static_trips is not None and static_trips <= block:
+                emit_loop(e, trips, lambda t: trip(t, accs))
+                return
+            # Trips add into a block accumulator, blocks into the invocation's accumulator.
+            count = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, trips, e.i32c(block - 1)),
+                         e.i32c(block))
+
+            def one_block(b: int) -> None:
+                first = e.op(SpvOp.IMul, e.i32, b, e.i32c(block))
+                length = e.glsl(e.i32, GLSLstd450.SMin, e.op(SpvOp.ISub, e.i32, trips, first),
+                                e.i32c(block))
+                for o, blk in enumerate(blocks):
+                    e.store(blk, self.identity(o))
+                emit_loop(e, length, lambda t: trip(e.op(SpvOp.IAdd, e.i32, first, t), blocks))
+                for o, (acc, blk) in enumerate(zip(accs, blocks)):
+                    e.store(acc, self.combine(o, e.load(types[o], acc),
+                                              e.load(types[o], blk)))
+            emit_loop(e, count, one_block)
         emit_if(e, active, accumulate)
         partials = [e.load(t, acc) for t, acc in zip(types, accs)]
         if self.subgroup:
@@ -265,7 +382,7 @@ class _Generator:
             iface.e.b.capability(Capability.GroupNonUniform)
             iface.e.b.capability(Capability.GroupNonUniformArithmetic)
             totals = [self._subgroup_reduce(op, t, p)
-                      for op, t, p in zip(self.ops, types, partials)]
+                      for op, t, p in zip(self.acc_ops, types, partials)]
         else:
             # One barrier, then invocation 0 folds the W partial results in order.
             for o, p in enumerate(partials):
@@ -284,7 +401,10 @@ class _Generator:
             loops = [indices.get(d) for d in range(len(kernel.loop_ranges))]
             for o, operand in enumerate(kernel.outputs):
                 offset = iface.operand_offset(operand, loops)
-                value = self.combine(o, iface.load(operand, offset), totals[o])
+                kind = operand.element_type
+                # One rounding to the output type, of initial value (+) total.
+                value = emit_typed(e, self.terms[o].op, [iface.load(operand, offset),
+                                                         totals[o]], [kind, kind])
                 iface.store(operand, offset, value)
         emit_if(e, e.and_(active, e.op(SpvOp.IEqual, e.bool, local, e.u32c(0))), write)
 
@@ -298,22 +418,67 @@ class _Generator:
             return e.op(SpvOp.Bitcast, value_type, unsigned)
         return e.op(opcode, value_type, e.u32c(Scope.Subgroup), GroupOperation.Reduce, value)
 
-    def _unit(self, indices: dict[int, int], unit: int, accs: list[int]) -> None:
-        """One reduction point, or with 4-word loads four consecutive ones (one load per
-        input, then the body four times in order)."""
-        e = self.e
-        if not self.vector:
-            self._point(indices, unit, accs)
-            return
-        iface, kernel = self.iface, self.kernel
-        first = e.op(SpvOp.IMul, e.i32, unit, e.i32c(4))
-        point = self._loops(indices, first)
-        words = {i: iface.load_vector4(o, iface.operand_offset(o, point),
-                                       e.scalar_type(o.element_type))
-                 for i, o in enumerate(kernel.inputs) if o.map is not None}
-        for j in range(4):
+    def _unit(self, indices: dict[int, int], unit: int, units: int, exact: bool
+              ) -> list[list[int]]:
+        """Per output, the `group` values unit `unit` folds in (in order). Without `exact` a
+        unit past the end reads the last unit instead and gives the combiner's identity."""
+        e, iface, kernel = self.e, self.iface, self.kernel
+        group = self.layout.group
+        inside = None
+        if not exact:
+            inside = e.op(SpvOp.SLessThan, e.bool, unit, units)
+            unit = e.select(e.i32, inside, unit, e.op(SpvOp.ISub, e.i32, units, e.i32c(1)))
+        first = unit if group == 1 else e.op(SpvOp.IMul, e.i32, unit, e.i32c(group))
+        loaded: dict[int, list[int]] = {}
+        if group > 1:
+            point = self._loops(indices, first)
+            for i, o in enumerate(kernel.inputs):
+                if o.map is not None:
+                    loaded[i] = self._load_group(o, iface.operand_offset(o, point))
+        out: list[list[int]] = [[] for _ in self.terms]
+        for j in range(group):
             r = first if j == 0 else e.op(SpvOp.IAdd, e.i32, first, e.i32c(j))
-            self._point(indices, r, accs, {i: w[j] for i, w in words.items()})
+            xs = self._point(indices, r, {i: w[j] for i, w in loaded.items()})
+            for o, x in enumerate(xs):
+                if inside is not None:
+                    x = e.select(e.scalar_type(self.kinds[o]), inside, x, self.identity(o))
+                out[o].append(x)
+        return out
+
+    def _load_group(self, operand: Operand, offset: int) -> list[int]:
+        """`group` consecutive 32-bit elements from `offset` (a multiple of `group`) with one
+        load: a uvec4, or a u64vec4 split into words (low word first)."""
+        e, iface = self.e, self.iface
+        scalar = e.scalar_type(operand.element_type)
+        if self.layout.group == 4:
+            return iface.load_vector4(operand, offset, scalar)
+        b = e.b
+        b.capability(Capability.Int64)
+        iface.uses_int64 = True
+        v4 = b.type_vector(e.u64, 4)
+        if operand.binding not in self._wide_views:
+            block = b.type_struct([b.type_runtime_array(v4, stride=32)])
+            b.decorate(block, Decoration.Block)
+            b.member_decorate(block, 0, Decoration.Offset, 0)
+            b.member_decorate(block, 0, Decoration.NonWritable)
+            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                             StorageClass.StorageBuffer)
+            b.decorate(var, Decoration.DescriptorSet, 0)
+            b.decorate(var, Decoration.Binding, operand.binding)
+            self._wide_views[operand.binding] = var
+            iface.globals.append(var)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                     e.u32c(3))
+        ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
+                   self._wide_views[operand.binding], e.u32c(0), index)
+        quads = e.op(SpvOp.Load, v4, ptr)
+        u2 = b.type_vector(e.u32, 2)
+        out = []
+        for i in range(4):
+            pair = e.op(SpvOp.Bitcast, u2, e.op(SpvOp.CompositeExtract, e.u64, quads, i))
+            out += [e.op(SpvOp.Bitcast, scalar, e.op(SpvOp.CompositeExtract, e.u32, pair, w))
+                    for w in range(2)]
+        return out
 
     def _loops(self, indices: dict[int, int], r: int) -> list[int]:
         loops = dict(indices)
@@ -321,21 +486,19 @@ class _Generator:
                                  self.kernel.reduction_dims))
         return [loops[d] for d in range(len(self.kernel.loop_ranges))]
 
-    def _point(self, indices: dict[int, int], r: int, accs: list[int],
-               loaded: dict[int, int] | None = None) -> None:
-        """Evaluate the body at reduction point r (linear, i32) with the accumulators as the
-        outputs' current values (`loaded`: input values already read)."""
-        iface, e, kernel = self.iface, self.e, self.kernel
-        n_in = len(kernel.inputs)
+    def _point(self, indices: dict[int, int], r: int, loaded: dict[int, int]) -> list[int]:
+        """Per output, the value its combiner folds in at reduction point r (linear, i32);
+        `loaded`: the input values already read (the body's combiners are not emitted)."""
+        iface, kernel = self.iface, self.kernel
         point = self._loops(indices, r)
 
         def operand_value(i: int) -> int:
-            if i >= n_in:
-                o = i - n_in
-                return e.load(e.scalar_type(kernel.outputs[o].element_type), accs[o])
-            if loaded is not None:
-                return loaded[i]
-            return iface.load(kernel.inputs[i], iface.operand_offset(kernel.inputs[i], point))
-        values = evaluate(iface, kernel, operand_value, lambda d: point[d])
-        for acc, v in zip(accs, kernel.yields):
-            e.store(acc, values[v])
+            if i not in loaded:
+                loaded[i] = iface.load(kernel.inputs[i],
+                                       iface.operand_offset(kernel.inputs[i], point))
+            return loaded[i]
+        values = evaluate(iface, self.body, operand_value, lambda d: point[d])
+        # An input folded as loaded is used by nothing the body still computes.
+        return [values[t.x] if t.x >= len(kernel.inputs) else operand_value(t.x)
+                for t in self.terms]
+
