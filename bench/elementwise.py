@@ -10,16 +10,15 @@ whole call: argument upload, dispatch, wait, result download).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import subprocess
-import tempfile
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
-import irtk
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import irtk  # noqa: E402
+from common import Iree, median_time  # noqa: E402
 
 ROWS = [4, 1024, 16384]   # x 1024 columns: 4K, 1M and 16M elements
 COLS = 1024
@@ -49,33 +48,12 @@ def program(rows: int) -> str:
 """
 
 
-def timed(fn, reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def iree_time(python: str, mlir: Path, device: str, rows: int, reps: int) -> float | None:
-    backend = "llvm-cpu" if device.startswith("local") else "vulkan-spirv"
-    kind = device.split("://")[-1]
-    cmd = [python, str(Path(__file__).with_name("iree_runner.py")), "--mlir", str(mlir),
-           "--backend", backend, "--device", kind, "--shapes", f"{rows}x{COLS}xf32,{COLS}xf32",
-           "--reps", str(reps)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        return None
-    return json.loads(p.stdout.strip().splitlines()[-1])["seconds"]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iree-python", help="Python of an environment with IREE 3.13")
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
+    iree = Iree(args.iree_python, timeout=600)
     rng = np.random.default_rng(0)
     columns = ["numpy"] + [f"irtk {d}" for d in DEVICES]
     if args.iree_python:
@@ -85,7 +63,7 @@ def main() -> None:
     for rows in ROWS:
         x = rng.standard_normal((rows, COLS)).astype(np.float32)
         w = rng.standard_normal(COLS).astype(np.float32)
-        cells = [timed(lambda: np.exp(-x * x) * w + np.maximum(x, 0), args.reps)]
+        cells = [median_time(lambda: np.exp(-x * x) * w + np.maximum(x, 0), args.reps)]
         text = program(rows)
         vmfb = irtk.compile_str(text, target="vulkan-spirv,cpu")
         for device in DEVICES:
@@ -94,13 +72,10 @@ def main() -> None:
             except irtk.Error:
                 cells.append(None)
                 continue
-            cells.append(timed(lambda: m.main(x, w), args.reps))
+            cells.append(median_time(lambda: m.main(x, w), args.reps))
         if args.iree_python:
-            with tempfile.TemporaryDirectory() as tmp:
-                mlir = Path(tmp) / "prog.mlir"
-                mlir.write_text(text)
-                for device in DEVICES:
-                    cells.append(iree_time(args.iree_python, mlir, device, rows, args.reps))
+            cells += [iree.time(text, device, f"{rows}x{COLS}xf32,{COLS}xf32", args.reps)
+                      for device in DEVICES]
         print(f"{rows * COLS:>10} | " + " | ".join(
             f"{'n/a':>22}" if c is None else f"{c * 1e3:>19.3f} ms" for c in cells))
 

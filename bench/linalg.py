@@ -1,31 +1,39 @@
 """Codegen speed on contractions and reductions: a 512x512x512 f32 matmul and a 1024x1024 f32
-row sum, compiled from their kernels (what a linalg.generic matmul / row sum gives) and run
-through the HAL directly on lavapipe and SwiftShader, next to numpy, and IREE 3.13 on the same
-drivers when an IREE environment is given (`--iree-python`, see bench/iree_runner.py).
+row sum on lavapipe and SwiftShader, two ways, next to numpy and IREE 3.13 on the same drivers
+when an IREE environment is given (`--iree-python`, see bench/iree_runner.py):
+- the kernel alone: compiled from the kernel a linalg.generic matmul / row sum gives, and
+  dispatched through the HAL directly (one recorded command buffer re-submitted);
+- a whole irtk call: the same computation written as MLIR (linalg.fill + linalg.matmul; a
+  linalg.generic row sum), compiled by irtk's compiler for the device's profile
+  (`--vulkan-target`) and called through the runtime's Python API with numpy inputs, the
+  result read back: arguments uploaded, dispatches, wait, download. IREE's figure is the same
+  whole call.
 
     .venv/bin/python bench/linalg.py [--iree-python PATH] [--reps N] [--runs R] [--devices a,b]
 
 Prints one table: the best over R runs (on a shared machine the slowest runs measure the load,
-not the code) of the median per-call device time (timestamp queries around the dispatch) and
-wall time (submit, wait) in milliseconds; the strategy codegen chose; the largest error
-against numpy in float64. IREE's figure is its whole-call wall time (upload, dispatch, wait,
-download), like bench/elementwise.py reports it.
+not the code) of the median over N calls of the kernel's device time (timestamp queries around
+the dispatch) and wall time (submit, wait), and of the whole call; the strategy codegen chose
+for the kernel; the largest error of both results against numpy in float64.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from irtk.compiler.codegen.spirv import EXECUTABLE_FORMAT, compile_kernel, pack_executable
-from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
-from irtk.compiler.targets import VULKAN_PROFILES
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import irtk  # noqa: E402
+from common import Iree, median_time, ms  # noqa: E402
+from irtk.compiler.codegen.spirv import (EXECUTABLE_FORMAT, compile_kernel,  # noqa: E402
+                                         pack_executable)
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand  # noqa: E402
+from irtk.compiler.targets import VULKAN_PROFILES  # noqa: E402
 
 DEVICES = ("llvmpipe", "swiftshader")
 
@@ -120,27 +128,16 @@ def run_on_device(device_name: str, kernel: Kernel, inputs: list[np.ndarray], re
             result.copy())
 
 
-def numpy_time(fn, reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def iree_time(python: str, text: str, device: str, shapes: str, reps: int) -> float | None:
-    with tempfile.TemporaryDirectory() as tmp:
-        mlir = Path(tmp) / "prog.mlir"
-        mlir.write_text(text)
-        cmd = [python, str(Path(__file__).with_name("iree_runner.py")), "--mlir", str(mlir),
-               "--backend", "vulkan-spirv", "--device", device, "--shapes", shapes,
-               "--reps", str(reps)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        return None
-    return json.loads(p.stdout.strip().splitlines()[-1])["seconds"]
+def call_on_device(device_name: str, mlir: str, inputs: list[np.ndarray], reps: int,
+                   runs: int = 1) -> tuple[float, np.ndarray]:
+    """(best over `runs` of the median seconds of a whole call, result) of @main in `mlir`,
+    compiled for the device's profile and called through the runtime's Python API with numpy
+    arguments."""
+    vmfb = irtk.compile_str(mlir, target="vulkan-spirv", vulkan_target=device_name,
+                            filename=f"bench-{device_name}.mlir")
+    module = irtk.load(vmfb, device=f"vulkan://{device_name}")
+    seconds = min(median_time(lambda: module.main(*inputs), reps) for _ in range(runs))
+    return seconds, np.asarray(module.main(*inputs))
 
 
 def main() -> None:
@@ -150,6 +147,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1, help="runs per figure; the best is shown")
     ap.add_argument("--devices", default=",".join(DEVICES))
     args = ap.parse_args()
+    iree = Iree(args.iree_python)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((512, 512)).astype(np.float32)
     b = rng.standard_normal((512, 512)).astype(np.float32)
@@ -163,25 +161,28 @@ def main() -> None:
          "1024x1024xf32"),
     ]
     header = (f"{'kernel':<24} | {'device':<12} | {'strategy':<10} | {'device ms':>10} | "
-              f"{'wall ms':>9} | {'numpy ms':>9} | {'IREE ms':>8} | {'max error':>9}")
+              f"{'wall ms':>9} | {'irtk call ms':>12} | {'numpy ms':>9} | {'IREE ms':>8} | "
+              f"{'max error':>9}")
     print(header)
     print("-" * len(header))
+    runs = max(1, args.runs)
     for title, kernel, inputs, expected, np_fn, mlir, shapes in cases:
-        np_ms = numpy_time(np_fn, args.reps) * 1e3
+        np_s = median_time(np_fn, args.reps)
         for device in args.devices.split(","):
             try:
-                runs = [run_on_device(device, kernel, inputs, args.reps)
-                        for _ in range(max(1, args.runs))]
-                strategy, dev_s, wall_s, result = min(runs, key=lambda r: r[1])
+                kernel_runs = [run_on_device(device, kernel, inputs, args.reps)
+                               for _ in range(runs)]
+                strategy, dev_s, wall_s, result = min(kernel_runs, key=lambda r: r[1])
+                call_s, call_result = call_on_device(device, mlir, inputs, args.reps, runs)
             except Exception as exc:  # noqa: BLE001 - a missing driver is reported, not fatal
                 print(f"{title:<24} | {device:<12} | unavailable: {type(exc).__name__}: {exc}")
                 continue
-            error = float(np.abs(result - expected).max())
-            iree = iree_time(args.iree_python, mlir, device, shapes, args.reps) \
-                if args.iree_python else None
-            iree_text = "n/a" if iree is None else f"{iree * 1e3:.2f}"
-            print(f"{title:<24} | {device:<12} | {strategy:<10} | {dev_s * 1e3:>10.2f} | "
-                  f"{wall_s * 1e3:>9.2f} | {np_ms:>9.2f} | {iree_text:>8} | {error:>9.2e}")
+            error = max(float(np.abs(result - expected).max()),
+                        float(np.abs(call_result - expected).max()))
+            iree_s = iree.time(mlir, f"vulkan://{device}", shapes, args.reps)
+            print(f"{title:<24} | {device:<12} | {strategy:<10} | {ms(dev_s, 10)} | "
+                  f"{ms(wall_s, 9)} | {ms(call_s, 12)} | {ms(np_s, 9)} | {ms(iree_s, 8)} | "
+                  f"{error:>9.2e}")
 
 
 if __name__ == "__main__":
