@@ -45,8 +45,8 @@ def test_pack_tile_mismatch_is_a_located_verification_error():
 
 
 def test_unsupported_function_is_recorded_and_the_rest_imports():
-    text = GOOD + """func.func @bad(%a: tensor<4xi2>) -> tensor<4xi2> {
-  return %a : tensor<4xi2>
+    text = GOOD + """func.func @bad(%a: tensor<4xi3>) -> tensor<4xi3> {
+  return %a : tensor<4xi3>
 }
 func.func @body(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
@@ -60,7 +60,7 @@ func.func @body(%a: tensor<4xf32>) -> tensor<4xf32> {
 """
     program = parse_program(text, "mixed.mlir")
     assert [f.name for f in program.functions] == ["good"]
-    assert program.unsupported["bad"] == "mixed.mlir:5:1: error: element type i2 is not supported"
+    assert program.unsupported["bad"] == "mixed.mlir:5:1: error: element type i3 is not supported"
     assert program.unsupported["body"] == (
         "mixed.mlir:12:5: error: unsupported op 'math.cbrt' in a generic body")
 
