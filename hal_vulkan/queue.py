@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import vulkan as vk
 
 from irtk.errors import DeviceError
+from hal_vulkan import fast
 from hal_vulkan.semaphore import create_timeline
-from hal_vulkan.status import call, vk_error
+from hal_vulkan.status import call
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
@@ -44,8 +45,7 @@ class Queue:
     def poll(self) -> int:
         """The newest completed serial; forgets the submissions it covers."""
         if self.completed < self.serial:
-            self.completed = call(vk.vkGetSemaphoreCounterValue, self.device.handle,
-                                  self.timeline)
+            self.completed = fast.counter_value(self.device.handle, self.timeline)
             while self.in_flight and self.in_flight[0].serial <= self.completed:
                 self.in_flight.popleft()
         return self.completed
@@ -56,19 +56,9 @@ class Queue:
         serial = self.serial + 1
         # The private timeline goes first: drivers that signal in order then have it reached
         # by the time a host waiter sees the caller's points, so resources free sooner.
-        signal_handles = [self.timeline] + [s.handle for s, _ in signals]
-        signal_values = [serial] + [v for _, v in signals]
-        timeline_info = vk.VkTimelineSemaphoreSubmitInfo(
-            sType=vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-            pWaitSemaphoreValues=[v for _, v in waits] or None,
-            pSignalSemaphoreValues=signal_values)
-        submit_info = vk.VkSubmitInfo(
-            sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, pNext=timeline_info,
-            pWaitSemaphores=[s.handle for s, _ in waits] or None,
-            pWaitDstStageMask=[vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits) or None,
-            pCommandBuffers=command_buffers or None,
-            pSignalSemaphores=signal_handles)
-        call(vk.vkQueueSubmit, self.handle, 1, [submit_info], vk.VK_NULL_HANDLE)
+        fast.queue_submit(self.handle, [(s.handle, v) for s, v in waits],
+                          [(self.timeline, serial)] + [(s.handle, v) for s, v in signals],
+                          command_buffers)
         self.serial = serial
         self.in_flight.append(Submission(serial, list(waits), list(signals), keep_alive))
         return serial
@@ -77,14 +67,9 @@ class Queue:
         """Block until the private timeline reaches `serial`; False on timeout."""
         if self.completed >= serial:
             return True
-        info = vk.VkSemaphoreWaitInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-                                      pSemaphores=[self.timeline], pValues=[serial])
-        try:
-            vk.vkWaitSemaphores(self.device.handle, info, timeout_ns)
-        except vk.VkTimeout:
+        if not fast.SemaphoreWait([(self.timeline, serial)]).wait(self.device.handle,
+                                                                  timeout_ns):
             return False
-        except (vk.VkError, vk.VkException) as e:
-            raise vk_error("vkWaitSemaphores", e) from None
         self.poll()
         return True
 

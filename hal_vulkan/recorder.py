@@ -20,7 +20,7 @@ from irtk.hal.deferred_command_buffer import (Barrier, ResolvedCommand, Resolved
 from hal_vulkan import commands as cmds
 from hal_vulkan.descriptor_pool import DescriptorArena
 from hal_vulkan.resource import Resource
-from hal_vulkan.status import call
+from hal_vulkan.status import call, check_result
 from hal_vulkan.timestamps import TimestampQueries
 
 if TYPE_CHECKING:
@@ -104,11 +104,22 @@ class Recording(Resource):
         self.device.tracker.destroyed("VkCommandBuffer")
 
 
+_BARRIERS: dict[tuple[int, int], Any] = {}
+
+
 def _global_barrier(cb: Any, src_stage: int, dst_stage: int, src_access: int,
                     dst_access: int) -> None:
-    barrier = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                 srcAccessMask=src_access, dstAccessMask=dst_access)
-    vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
+    # Every recording makes a few of these: the structs are built once per access pair and
+    # the call goes straight through cffi (see fast.py for why).
+    barrier = _BARRIERS.get((src_access, dst_access))
+    if barrier is None:
+        barrier = vk.ffi.new("VkMemoryBarrier*")
+        barrier.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        barrier.srcAccessMask = src_access
+        barrier.dstAccessMask = dst_access
+        _BARRIERS[(src_access, dst_access)] = barrier
+    vk.lib.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, barrier, 0, vk.ffi.NULL, 0,
+                                vk.ffi.NULL)
 
 
 def descriptor_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
@@ -145,6 +156,11 @@ def execution_barrier(cb: Any) -> None:
     _global_barrier(cb, _WORK_STAGES, _WORK_STAGES, _WRITES, _READS_WRITES)
 
 
+_BEGIN_INFO = vk.ffi.new("VkCommandBufferBeginInfo*")
+_BEGIN_INFO.sType = vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
+_BEGIN_INFO.flags = vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
+
+
 class Recorder:
     """Writes one resolved command list (`DeferredCommandBuffer.resolve`) into one recording."""
 
@@ -158,9 +174,7 @@ class Recorder:
         self.dispatch_count = 0
 
     def record(self, command_list: list[ResolvedCommand]) -> None:
-        call(vk.vkBeginCommandBuffer, self.cb, vk.VkCommandBufferBeginInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
+        check_result("vkBeginCommandBuffer", vk.lib.vkBeginCommandBuffer(self.cb, _BEGIN_INFO))
         if self.recording.timestamps is not None:
             self.recording.timestamps.reset(self.cb)
         execution_barrier(self.cb)
@@ -177,7 +191,7 @@ class Recorder:
                 self._update(command, i)
         _global_barrier(self.cb, _WORK_STAGES, vk.VK_PIPELINE_STAGE_HOST_BIT, _WRITES,
                         vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_HOST_WRITE_BIT)
-        call(vk.vkEndCommandBuffer, self.cb)
+        check_result("vkEndCommandBuffer", vk.lib.vkEndCommandBuffer(self.cb))
 
     def _dispatch(self, d: ResolvedDispatch, index: int) -> None:
         ep, cb = d.command.entry, self.cb

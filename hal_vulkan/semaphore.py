@@ -16,8 +16,10 @@ import vulkan as vk
 
 from irtk.errors import DeviceError, Error, RuntimeFailure
 from irtk.hal import Semaphore
+from irtk.hal.errors import DeviceCallError
+from hal_vulkan import fast
 from hal_vulkan.resource import Resource, release_when_collected
-from hal_vulkan.status import call, vk_error
+from hal_vulkan.status import call
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
@@ -39,11 +41,7 @@ class SemaphoreResource(Resource):
 
 
 def create_timeline(device: VulkanDevice, initial_value: int) -> Any:
-    type_info = vk.VkSemaphoreTypeCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-        semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=initial_value)
-    handle = call(vk.vkCreateSemaphore, device.handle, vk.VkSemaphoreCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=type_info), None)
+    handle = fast.create_timeline(device.handle, initial_value)
     device.tracker.created("VkSemaphore")
     return handle
 
@@ -72,7 +70,7 @@ class VulkanSemaphore(Semaphore):
 
     def payload(self) -> int:
         """The Vulkan counter value, ignoring failure."""
-        return call(vk.vkGetSemaphoreCounterValue, self.device.handle, self.handle)
+        return fast.counter_value(self.device.handle, self.handle)
 
     def query(self) -> int:
         self.device.check()
@@ -100,27 +98,24 @@ class VulkanSemaphore(Semaphore):
         device = self.device
         device.check()
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        info = vk.VkSemaphoreWaitInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-                                      pSemaphores=[self.handle], pValues=[value])
+        waiter = fast.SemaphoreWait([(self.handle, value)])
         while True:
             if self.error is not None:
                 self._raise_failure()
             remaining = WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
             slice_ns = int(max(0.0, min(remaining, WAIT_SLICE_S)) * 1e9)
             try:
-                vk.vkWaitSemaphores(device.handle, info, slice_ns)
-            except vk.VkTimeout:
-                if deadline is not None and time.monotonic() >= deadline:
-                    if self.error is not None:
-                        self._raise_failure()
-                    device.check()
-                    return False
-                continue
-            except (vk.VkError, vk.VkException) as e:
-                error = vk_error("vkWaitSemaphores", e)
+                reached = waiter.wait(device.handle, slice_ns)
+            except DeviceCallError as error:
                 self.fail(error)
                 raise error from None
-            break
+            if reached:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                if self.error is not None:
+                    self._raise_failure()
+                device.check()
+                return False
         if self.error is not None:
             self._raise_failure()
         device.collect()
