@@ -52,9 +52,7 @@ class VulkanDevice(Device):
         self._retiring: list[Resource] = []
         self._check_usable(physical)
         # Rebinding recordings through update-after-bind descriptors is experimental and off
-        # unless IRTK_VULKAN_REBIND=1: with it on, an end-to-end host-program test (a loop that
-        # resubmits one command buffer with alternating tables) corrupts memory on SwiftShader,
-        # cause not found yet. Push descriptors are used only where rebinding is off.
+        # unless IRTK_VULKAN_REBIND=1. Push descriptors are used only where rebinding is off.
         self.update_after_bind = os.environ.get(REBIND_SWITCH) == "1" and \
             physical.update_after_bind
         self.push_descriptors = physical.push_descriptors and not self.update_after_bind
@@ -135,7 +133,7 @@ class VulkanDevice(Device):
         if self.released:
             return
         with self.lock:
-            if resource.last_use <= self.queue.poll():
+            if resource.idle(self.queue.poll()):
                 self._destroy(resource)
             else:
                 self._retiring.append(resource)
@@ -154,7 +152,7 @@ class VulkanDevice(Device):
                 return
             still = []
             for resource in self._retiring:
-                if resource.last_use <= completed:
+                if resource.idle(completed):
                     self._destroy(resource)
                 else:
                     still.append(resource)
@@ -237,6 +235,8 @@ class VulkanDevice(Device):
                 raise
             for resource in used:
                 resource.last_use = serial
+            for s, value in signals:
+                s.resource.gpu_signal = max(s.resource.gpu_signal, value)
         self.check()
 
     def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:

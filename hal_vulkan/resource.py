@@ -20,6 +20,11 @@ class Resource(ABC):
         self.last_use = 0  # queue serial of the last submission that used the handles
         self.destroyed = False
 
+    def idle(self, completed: int) -> bool:
+        """Whether no submission can still touch the handles, `completed` being the newest
+        queue serial known complete."""
+        return self.last_use <= completed
+
     @abstractmethod
     def destroy_handles(self) -> None:
         """Destroy the Vulkan handles; called once, under the device lock."""

@@ -34,6 +34,22 @@ class SemaphoreResource(Resource):
         super().__init__()
         self.device = device
         self.handle = create_timeline(device, initial_value)
+        self.gpu_signal = 0  # the highest value a submission signals it to
+
+    def idle(self, completed: int) -> bool:
+        """Completed submissions are known by the queue's private timeline, which each
+        submission signals before the caller's semaphores: when it is reached, the driver's
+        queue thread may not have signalled this one yet (and then writes its memory), so a
+        semaphore also waits until its own last GPU signal has landed."""
+        if self.last_use > completed:
+            return False
+        if not self.gpu_signal:
+            return True
+        try:
+            value = fast.counter_value(self.device.handle, self.handle)
+        except DeviceError:
+            return False  # a lost device: destroyed with the device
+        return value >= self.gpu_signal
 
     def destroy_handles(self) -> None:
         vk.vkDestroySemaphore(self.device.handle, self.handle, None)

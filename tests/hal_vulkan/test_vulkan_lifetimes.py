@@ -78,6 +78,26 @@ def test_semaphore_released_while_in_flight_is_destroyed_after_it_is_signalled(d
     assert device.tracker.live()["VkSemaphore"] == live - 1
 
 
+def test_semaphore_outlives_its_signal_even_after_the_queue_timeline_passed(device, monkeypatch):
+    """A submission signals the queue's private timeline first and the caller's semaphores
+    after it, so the timeline can say "completed" while the driver's queue thread has still to
+    signal `done`. Destroying `done` then let that thread write freed memory (the heap
+    corruption seen on lavapipe and SwiftShader in end-to-end runs); it must wait for its own
+    signal. The window is held open here by pinning the completed serial."""
+    gate, done = device.create_semaphore(0), device.create_semaphore(0)
+    live = device.tracker.live()["VkSemaphore"]
+    device.queue_execute(Fence([(gate, 1)]), Fence([(done, 1)]), [])
+    serial = device.queue.serial
+    monkeypatch.setattr(device.queue, "poll", lambda: serial)
+    done.release()
+    device.collect()
+    assert device.tracker.live()["VkSemaphore"] == live  # not signalled yet: kept
+    monkeypatch.undo()
+    gate.signal(1)
+    assert device.wait_idle(timeout=30)
+    assert device.tracker.live()["VkSemaphore"] == live - 1
+
+
 def test_releasing_the_device_destroys_everything(fresh_device):
     data = mul_add_executable()
     one_round(fresh_device, data, release=False)
