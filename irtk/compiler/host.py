@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from irtk.compiler.vm_codegen import ModuleGen
 
 DENSE_ROW_MAJOR = 1
+# Outputs filled with a constant of at most this many bytes start as a copy of rodata when
+# their buffer is allocated, instead of a fill command on the device: their dispatch can then
+# be a recorded segment re-submitted with a binding table (see `allocate_filled`).
+HOST_FILL_BYTES = 16 << 10
 INVALID_ARGUMENT = 3
 FAILED_PRECONDITION = 9
 CHECK_SIGNATURES = {"check.expect_true": "0i_v", "check.expect_false": "0i_v",
@@ -281,6 +285,28 @@ class FunctionGen(ControlFlowLowering):
         buf = self.new("ref")
         zero = self.const("i32", 0)
         self.call("hal.allocator.allocate", [self.m.allocator(self), zero, zero, length], [buf])
+        return buf
+
+    def host_fillable(self, tv: TensorVal) -> bool:
+        """Whether a new buffer for `tv` starts filled from rodata: static and at most
+        HOST_FILL_BYTES (the module holds the pattern at full length)."""
+        n = self.element_count(tv)
+        return isinstance(n, int) and \
+            0 < K.storage_bytes(tv.type.element_type, n) <= HOST_FILL_BYTES
+
+    def allocate_filled(self, tv: TensorVal, pattern: int, pattern_length: int) -> Reg:
+        """A new buffer for `tv` holding `pattern` repeated, written by the host as it is
+        allocated (`hal.allocator.allocate.initialized` from rodata). The buffer is new, so no
+        queued work can touch it; a segment without a fill can be a recorded one."""
+        size = -(-K.storage_bytes(tv.type.element_type, self.element_count(tv)) // 4) * 4
+        data = pattern.to_bytes(pattern_length, "little") * (size // pattern_length)
+        src = self.new("ref")
+        self.b.emit("const.ref.rodata", src.index, self.m.blob(f"fill{pattern_length}", data))
+        buf = self.new("ref")
+        zero, zero64 = self.const("i32", 0), self.const("i64", 0)
+        self.call("hal.allocator.allocate.initialized",
+                  [self.m.allocator(self), self.const("i64", -1), zero, zero, src, zero64,
+                   self.const("i64", size)], [buf])
         return buf
 
     def fill(self, tv: TensorVal, pattern: int, pattern_length: int) -> None:
@@ -626,17 +652,22 @@ class FunctionGen(ControlFlowLowering):
             if plan.mode == "inplace":
                 out.buffer = self.buffer_of(init)
             else:
-                if plan.reuse is not None and plan.reuse in self.storage_buffers:
-                    out.buffer = self.storage_buffers[plan.reuse]
-                else:
-                    out.buffer = self.allocate(self.word_length(out))
-                self.storage_buffers[storage] = out.buffer
+                pattern = None
                 if plan.mode == "zero":
-                    self.fill(out, 0, 1)
+                    pattern = (0, 1)
                 elif plan.mode == "fill":
                     pattern = fill_pattern(result.type.element_type,  # type: ignore[union-attr]
                                            op.attrs["fills"][k])
                     assert pattern is not None
+                if plan.reuse is not None and plan.reuse in self.storage_buffers:
+                    out.buffer = self.storage_buffers[plan.reuse]
+                elif pattern is not None and self.host_fillable(out):
+                    out.buffer = self.allocate_filled(out, *pattern)
+                    pattern = None  # filled on the host: no device fill in the segment
+                else:
+                    out.buffer = self.allocate(self.word_length(out))
+                self.storage_buffers[storage] = out.buffer
+                if pattern is not None:
                     self.fill(out, *pattern)
                 elif plan.mode == "copy":
                     src = self.buffer_of(init)

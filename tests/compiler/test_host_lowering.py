@@ -13,6 +13,7 @@ import pytest
 import irtk
 from irtk.compiler import tir
 from irtk.compiler.driver import compile_program, parse_dump_phases
+from irtk.compiler.host import HOST_FILL_BYTES
 from irtk.compiler.kernel import Op
 from irtk.vm.disassembler import disassemble_module
 from tests.compiler.tir_build import S, T, function, program
@@ -64,8 +65,28 @@ def test_dependent_dispatches_get_one_barrier_each():
     assert calls(function_text(data, "main"), "hal.device.queue.execute.indirect") == 1
 
 
-def test_segments_with_fills_or_params_are_recorded_per_call():
-    for make in (lambda: P.reduction_program(3, 4), P.dynamic_program):
+def test_small_filled_outputs_start_from_rodata_so_their_segment_stays_recorded():
+    data = compile_program(P.reduction_program(3, 4), target="cpu")
+    main = function_text(data, "main")
+    assert calls(main, "hal.command_buffer.fill_buffer") == 0
+    assert calls(main, "hal.allocator.allocate.initialized") == 2  # sums (0.0), max (-inf)
+    assert calls(main, "hal.command_buffer.dispatch") == 0
+    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    m = irtk.load(data, device="local-sync")
+    rng = np.random.default_rng()
+    for _ in range(2):  # the second call must not see the first one's sums
+        x = rng.standard_normal((3, 4)).astype(np.float32)
+        biased, colmax = m.main(x)
+        np.testing.assert_allclose(
+            biased, x.astype(np.float64).sum(axis=1) + np.linspace(-1, 1, 3), rtol=1e-5,
+            atol=1e-6)
+        np.testing.assert_allclose(colmax, np.exp(x.astype(np.float64)).max(axis=0),
+                                   rtol=1e-6)
+
+
+def test_segments_with_large_fills_or_params_are_recorded_per_call():
+    rows = HOST_FILL_BYTES // 4 + 1  # an f32 output just over the rodata limit
+    for make in (lambda: P.reduction_program(rows, 2), P.dynamic_program):
         main = function_text(compile_program(make(), target="cpu"), "main")
         assert calls(main, "hal.command_buffer.dispatch") >= 1
         assert calls(main, "hal.device.queue.execute") == 1
