@@ -79,6 +79,37 @@ def test_f32_rounds_to_nearest_even_with_the_format_rules(vulkan, rng, kind):
     np.testing.assert_array_equal(got[~want_nan], want[~want_nan])
 
 
+@pytest.mark.parametrize("kind", SMALL_FLOATS)
+def test_rounding_in_registers_matches_the_bits_at_every_boundary(vulkan, rng, kind):
+    """f32 -> truncf -> extf: the value rounding leaves in an f32 register (the fast path
+    of float_formats.round_to) is the value of the stored bits, at every tie between two
+    neighbouring values and one f32 ulp either side of it, the type's subnormals, overflow
+    and the specials."""
+    fmt = FORMATS[kind]
+    table = decode(kind, np.arange(1 << fmt.width))
+    finite = np.unique(table[np.isfinite(table) & (np.abs(table) >= F32_TINY)])
+    mids = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)
+    near = np.concatenate([np.nextafter(mids, np.float32(np.inf)),
+                           np.nextafter(mids, np.float32(-np.inf)), mids])
+    top = float(np.max(finite))
+    samples = np.concatenate([
+        finite, near, rng.uniform(-2 * top, 2 * top, 500),
+        rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300),
+        [np.inf, -np.inf, np.nan, 0.0, -0.0, top * 1.5, -top * 4]])
+    x = samples.astype(np.float32).astype(np.float64)
+    x = x[(np.abs(x) >= F32_TINY) | (x == 0) | ~np.isfinite(x)]
+    n = x.size
+    kernel = Kernel(f"round_{kind}", (n,), [Operand(0, "f32", (n,), identity(1))],
+                    [Operand(1, "f32", (n,), identity(1))],
+                    [Op("arith.truncf", (0,), kind), Op("arith.extf", (2,), "f32")], [3])
+    got = vulkan.run(kernel, [x])[0]
+    want = decode(kind, encode(kind, x))
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    _close_or_flushed(got[~nan], want[~nan])
+    np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+
+
 @pytest.mark.parametrize("kind", ["f16", "bf16", "f8E4M3FN", "f8E5M2"])
 def test_narrow_float_arithmetic_rounds_after_every_op(vulkan, rng, kind):
     n = 400

@@ -193,8 +193,12 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
     """
     check_kernel(kernel)
     plan = plan_launch(kernel.iteration_count, len(kernel.ops), profile, max_workgroup_count)
-    code, bindings = _Generator(kernel, plan, profile).build()
+    generator = _Generator(kernel, plan, profile)
+    code, bindings = generator.build()
     validate(code, profile.vulkan_env, kernel.name)
+    needs: dict[str, int | bool] = {"max_workgroup_invocations": plan.workgroup_size}
+    if generator.e.uses_float16:
+        needs["float16"] = True
     return SpirvKernel(
         code=code,
         entry_point=kernel.name,
@@ -202,7 +206,7 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
         workgroup_count=plan.grid,
         bindings=bindings,
         push_constant_count=0,
-        requirements={"max_workgroup_invocations": plan.workgroup_size},
+        requirements=needs,
     )
 
 
@@ -211,7 +215,7 @@ class _Generator:
 
     def __init__(self, kernel: Kernel, plan: LaunchPlan, profile: VulkanProfile) -> None:
         self.kernel, self.plan, self.profile = kernel, plan, profile
-        self.e = Emitter(profile.spirv_version)
+        self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         self.operands = kernel.inputs + kernel.outputs
         self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]
         self.used = {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
@@ -232,6 +236,7 @@ class _Generator:
             interface += list(self.buffers.values())
         b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
         b.execution_mode(fn, ExecutionMode.LocalSize, self.plan.workgroup_size, 1, 1)
+        e.declare_float_modes(fn)
         return b.to_bytes(), bindings
 
     def _declare_buffers(self) -> list[tuple[int, bool]]:

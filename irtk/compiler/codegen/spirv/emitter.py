@@ -19,7 +19,7 @@ import math
 import struct
 
 from spirv.builder import ModuleBuilder
-from spirv.tables import GLSLstd450, Op
+from spirv.tables import Capability, Decoration, ExecutionMode, GLSLstd450, Op
 
 from irtk.errors import CompileError
 
@@ -40,8 +40,13 @@ _F32_INF_BITS = 0x7F800000
 class Emitter:
     """A module under construction plus its scalar types; every helper returns a result id."""
 
-    def __init__(self, version: tuple[int, int]) -> None:
+    def __init__(self, version: tuple[int, int], native_float16: bool = False) -> None:
         b = self.b = ModuleBuilder(version=version)
+        self.version = version
+        # f16 rounds with native conversions (the profile has shaderFloat16) instead of the
+        # integer code of float_formats.round_to; `uses_float16` records that it happened.
+        self.native_float16 = native_float16
+        self.uses_float16 = False
         self.void = b.type_void()
         self.bool = b.type_bool()
         self.f32 = b.type_float(32)
@@ -50,6 +55,7 @@ class Emitter:
         self.emulate_i64 = False   # i64 values are uvec2 (low, high) words
         self._body: list[tuple[str, int, int | None, tuple[int, ...], int]] = []
         self._block_values: dict[tuple[int, int, tuple[int, ...]], int] = {}
+        self._exact: set[int] = set()
 
     # --- types and constants ---------------------------------------------------
 
@@ -132,6 +138,33 @@ class Emitter:
         if reusable:
             self._block_values[key] = rid
         return rid
+
+    def exact_op(self, opcode: int, result_type: int, *operands: int) -> int:
+        """A float op decorated NoContraction: drivers may neither fuse it with another op
+        nor reassociate or fold it (for rounding tricks such as `(x + c) - c`)."""
+        rid = self.op(opcode, result_type, *operands)
+        if rid not in self._exact:
+            self._exact.add(rid)
+            self.b.decorate(rid, Decoration.NoContraction)
+        return rid
+
+    def round_f16_natively(self, x: int) -> int:
+        """The f32 `x` rounded to f16 by converting there and back (exact on the way back;
+        the way there rounds to nearest even under the RoundingModeRTE mode that
+        `declare_float_modes` sets)."""
+        if not self.uses_float16:
+            self.uses_float16 = True
+            self.b.capability(Capability.Float16)
+        return self.op(Op.FConvert, self.f32, self.op(Op.FConvert, self.b.type_float(16), x))
+
+    def declare_float_modes(self, fn: int) -> None:
+        """Execution modes the body needs (after its entry point): RTE for f16 conversions."""
+        if not self.uses_float16:
+            return
+        if self.version < (1, 4):
+            self.b.extension("SPV_KHR_float_controls")
+        self.b.capability(Capability.RoundingModeRTE)
+        self.b.execution_mode(fn, ExecutionMode.RoundingModeRTE, 16)
 
     def op_void(self, opcode: int, *operands: int) -> None:
         self._body.append(("void", int(opcode), None, operands, 0))

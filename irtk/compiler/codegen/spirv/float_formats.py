@@ -15,6 +15,7 @@ Special values follow the type's kind (as MLIR's APFloat does):
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from spirv.tables import GLSLstd450, Op
@@ -203,5 +204,58 @@ def decode(e: Emitter, fmt: FloatFormat, bits: int) -> int:
 
 
 def round_to(e: Emitter, fmt: FloatFormat, x: int) -> int:
-    """The f32 `x` rounded to `fmt` (still an f32 register value)."""
-    return decode(e, fmt, encode(e, fmt, x))
+    """The f32 `x` rounded to `fmt` (still an f32 register value): the value
+    `decode(encode(x))` gives, in about a fifth of its instructions, because every op on an
+    emulated narrow float ends with one of these (two per multiply-add of an f16 matmul).
+
+    In the type's normal range the f32 bits round in place: add half an ulp of the type (less
+    one, plus the kept lowest bit: ties to even) and clear the dropped bits; a carry moves into
+    the exponent as it should. Below the smallest normal 2^emin the type's quantum is fixed,
+    2^(emin - m): `(|x| + c) - c` with c = 2^(emin - m + 23), whose f32 ulp is that quantum,
+    rounds to it (f32 addition rounds to nearest even; NoContraction keeps drivers from
+    folding the pair). Then the type's overflow, NaN and zero rules (module docstring).
+    Where the profile has shaderFloat16, f16 converts natively instead (two instructions; the
+    kernel then needs the feature)."""
+    if fmt.kind == "e8m0":
+        return decode(e, fmt, encode(e, fmt, x))
+    if fmt.name == "f16" and e.native_float16:
+        return e.round_f16_natively(x)
+    u32c = e.u32c
+    m = fmt.mantissa_bits
+    bits = e.f32_bits(x)
+    magnitude = _u(e, Op.BitwiseAnd, bits, u32c(0x7FFFFFFF))
+    sign = _u(e, Op.BitwiseAnd, bits, u32c(0x80000000))
+    shift = 23 - m
+    rounded = magnitude
+    if shift:
+        odd = _u(e, Op.BitwiseAnd, _u(e, Op.ShiftRightLogical, magnitude, u32c(shift)),
+                 u32c(1))
+        rounded = _u(e, Op.BitwiseAnd,
+                     _u(e, Op.IAdd, magnitude, _u(e, Op.IAdd, odd, u32c((1 << (shift - 1)) - 1))),
+                     u32c(~((1 << shift) - 1)))
+    emin = 1 - fmt.bias
+    if emin > -126:   # the type has subnormals that are normal f32 numbers
+        c = e.f32c(2.0 ** (emin - m + 23))
+        absolute = e.op(Op.Bitcast, e.f32, magnitude)
+        small = e.exact_op(Op.FSub, e.f32, e.exact_op(Op.FAdd, e.f32, absolute, c), c)
+        subnormal = e.op(Op.ULessThan, e.bool, magnitude, u32c(_f32_bits(2.0 ** emin)))
+        rounded = e.select(e.u32, subnormal, e.f32_bits(small), rounded)
+    overflow_value = {"ieee": 0x7F800000, "fn": None, "fnuz": None,
+                      "finite": _f32_bits(fmt.value(fmt.max_bits))}[fmt.kind]
+    max_bits = u32c(_f32_bits(fmt.value(fmt.max_bits)))
+    overflow = e.op(Op.UGreaterThan, e.bool, rounded, max_bits)
+    nan = e.op(Op.UGreaterThan, e.bool, magnitude, u32c(0x7F800000))
+    if overflow_value is not None:
+        rounded = e.select(e.u32, overflow, u32c(overflow_value), rounded)
+    if fmt.kind == "fnuz":   # no negative zero
+        sign = e.select(e.u32, e.op(Op.IEqual, e.bool, rounded, u32c(0)), u32c(0), sign)
+    value = e.op(Op.Bitcast, e.f32, _u(e, Op.BitwiseOr, rounded, sign))
+    if fmt.kind == "finite":   # NaN is not representable: +0
+        return e.select(e.f32, nan, e.f32c(0.0), value)
+    if overflow_value is None:   # fn, fnuz: overflow and inf are NaN too
+        nan = e.or_(nan, overflow)
+    return e.select(e.f32, nan, e.f32c(float("nan")), value)
+
+
+def _f32_bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]

@@ -39,7 +39,7 @@ class ShaderInterface:
     def __init__(self, kernel: Kernel, profile: VulkanProfile, local_size: tuple[int, int, int]
                  ) -> None:
         self.kernel, self.profile, self.local_size = kernel, profile, local_size
-        e = self.e = Emitter(profile.spirv_version)
+        e = self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         b = e.b
         b.capability(Capability.Shader)
         b.memory_model(AddressingModel.Logical, MemoryModel.GLSL450)
@@ -160,6 +160,7 @@ class ShaderInterface:
             interface += self.globals + list(shared)
         b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
         b.execution_mode(fn, ExecutionMode.LocalSize, *self.local_size)
+        e.declare_float_modes(fn)
         return b.to_bytes()
 
     def result(self, code: bytes, grid: Grid,
@@ -171,6 +172,8 @@ class ShaderInterface:
             needs["int64"] = True
         if self.uses_float64:
             needs["float64"] = True
+        if self.e.uses_float16:
+            needs["float16"] = True
         if self.push_constant_count:
             needs["push_constant_bytes"] = 4 * self.push_constant_count
         needs.update(requirements or {})
