@@ -127,21 +127,62 @@ def test_reductions_with_several_rows_per_workgroup(vulkan, rng, rows, cols):
 
 
 @pytest.mark.slow
-def test_large_lavapipe_matmul_with_32_row_blocks(rng):
-    """lavapipe's 32-row blocks (large static problems only): partial blocks on every edge,
-    and still the sequential float32 result."""
+@pytest.mark.parametrize("device, rm", [("llvmpipe", 32), ("swiftshader", 16)])
+def test_large_matmul_blocks_on_software_drivers(rng, device, rm):
+    """The larger blocks of large static problems (32 x 8 on lavapipe, 16 x 8 on SwiftShader):
+    partial blocks on every edge, and still the sequential float32 result."""
     from irtk.compiler.codegen.spirv.matmul import tiling_for
 
     from .conftest import _runner
-    llvmpipe = _runner("llvmpipe")
+    runner = _runner(device)
     m, n, k = 520, 250, 520
-    assert tiling_for(llvmpipe.profile, m, n, k).rm == 32
+    tiling = tiling_for(runner.profile, m, n, k)
+    assert (tiling.rm, tiling.rn) == (rm, 8)
+    rounded = tiling_for(runner.profile, m, n, k, rounded=True)   # an f16 C: rounding-bound
+    assert (rounded.rm, rounded.rn) == (16, 4)
     kernel = matmul(m, n, k)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     init = rng.standard_normal((m, n)).astype(np.float32)
-    got = llvmpipe.run(kernel, [a, b], initial=[init])[0].astype(np.float32)
+    got = runner.run(kernel, [a, b], initial=[init])[0].astype(np.float32)
     acc = init.copy()
     for kk in range(k):
         acc = (acc + (a[:, kk:kk + 1] * b[kk:kk + 1, :]).astype(np.float32)).astype(np.float32)
     np.testing.assert_array_equal(got, acc)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_matmul_with_an_f16_accumulator_rounds_every_step_to_f16(vulkan, rng, profile):
+    """f16 x f16 -> f16 (linalg.matmul on f16 tensors): each product and each sum rounded to
+    f16 in k order, the sequential float16 result bit for bit; an f32 accumulator rounded once
+    at the end would differ."""
+    m, n, k = 24, 40, 200
+    kernel = matmul(m, n, k, "f16", "f16")
+    compiled = None
+    if profile == "cpu":
+        compiled = compile_kernel(kernel, VulkanProfile("cpu", cpu_device=True))
+    elif profile == "default":
+        compiled = compile_kernel(kernel, VULKAN_PROFILES["default"])
+    assert (compiled or vulkan.compile(kernel)).strategy == "matmul"
+    a = rng.uniform(0.5, 1.5, (m, k)).astype(np.float16)
+    b = rng.uniform(0.0, 0.1, (k, n)).astype(np.float16)
+    init = rng.standard_normal((m, n)).astype(np.float16)
+    got = vulkan.run(kernel, [a.astype(np.float64), b.astype(np.float64)], compiled,
+                     initial=[init.astype(np.float64)])[0]
+    acc = init.copy()
+    for kk in range(k):
+        acc = (acc + a[:, kk:kk + 1] * b[kk:kk + 1, :]).astype(np.float16)
+    once = init.astype(np.float32) + a.astype(np.float32) @ b.astype(np.float32)
+    assert np.any(once.astype(np.float16) != acc)
+    np.testing.assert_array_equal(got.astype(np.float16), acc)
+
+
+def test_matmul_with_an_i8_accumulator_wraps(vulkan, rng):
+    """i8 x i8 -> i8: products and sums wrap to 8 bits (two's complement)."""
+    m, n, k = 20, 36, 40
+    kernel = matmul(m, n, k, "i8", "i8")
+    assert vulkan.compile(kernel).strategy == "matmul"
+    a, b = rng.integers(-128, 128, (m, k)), rng.integers(-128, 128, (k, n))
+    init = rng.integers(-128, 128, (m, n))
+    got = vulkan.run(kernel, [a, b], initial=[init])[0]
+    np.testing.assert_array_equal(got, ((init + a @ b + 128) % 256) - 128)

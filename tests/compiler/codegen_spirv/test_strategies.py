@@ -47,7 +47,8 @@ def matmul(m, n, k, in_type="f32", acc="f32", batch: int | None = None,
         conv = "arith.extf" if acc == "f32" else "arith.extsi"
         ops += [Op(conv, (0,), acc), Op(conv, (1,), acc)]
         x, y = 3, 4
-    add, mul = ("arith.addf", "arith.mulf") if acc == "f32" else ("arith.addi", "arith.muli")
+    add, mul = ("arith.addf", "arith.mulf") if acc.startswith(("f", "bf")) else \
+        ("arith.addi", "arith.muli")
     ops.append(Op(mul, (x, y), acc))
     ops.append(Op(add, (2, 2 + len(ops)), acc))
     ranges = bshape + (m, n, k)

@@ -3,10 +3,11 @@ loops, windowed maps).
 
 Recognized kernels: one output C, two mapped inputs A and B, and a body
 `C = C + f(a) * g(b)` (either operand order of add and mul), where f and g are the identity or
-a widening conversion (extf, extsi, extui, sitofp, uitofp), computing in f32 or i32:
-f32 x f32 -> f32, f16/bf16 x f16/bf16 -> f32, i8 x i8 -> i32 and the like. Every parallel loop
-is used by C; the innermost parallel loop that B does not use is m, the innermost one that A
-does not use is n, the rest are batch loops (grid z). A and B are read through their maps, so
+a widening conversion (extf, extsi, extui, sitofp, uitofp), computing in C's type held in f32
+or i32 registers: f32 x f32 -> f32, f16/bf16 x f16/bf16 -> f32, i8 x i8 -> i32, and narrow
+accumulators such as f16 x f16 -> f16 (each multiply and add rounded to C's type,
+typed_ops.py). Every parallel loop is used by C; the innermost parallel loop that B does not
+use is m, the innermost one that A does not use is n, the rest are batch loops (grid z). A and B are read through their maps, so
 transposed operands and convolution windows need nothing special.
 
 Variants (`tiling_for`, docs/codegen_spirv.md):
@@ -38,12 +39,12 @@ from irtk.compiler.targets import VulkanProfile
 from .executable import SpirvKernel
 from .fallback import delinearize, emit_if, emit_loop
 from .interface import ShaderInterface, barrier, shared_array, shared_pointer
-from .typed_ops import emit_typed
+from .typed_ops import emit_typed, register_class, round_float, wrap
 
 MIN_EXTENT = 8
 MIN_K = 8
 CONV_RM, CONV_RN = 4, 4
-LARGE_WORK = 1 << 26     # multiply-adds from which lavapipe's matmul uses 32-row blocks
+LARGE_WORK = 1 << 26     # multiply-adds from which software drivers' matmuls use larger blocks
 _WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp",
                        "arith.uitofp"})
 
@@ -67,8 +68,10 @@ class Tiling:
         return (self.tm // self.rm) * (self.tn // self.rn)
 
 
-def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent = 0) -> Tiling:
-    """The tiling for a contraction of m x n outputs (0 or a name: not known statically).
+def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent = 0,
+               rounded: bool = False) -> Tiling:
+    """The tiling for a contraction of m x n outputs (0 or a name: not known statically);
+    `rounded`: C's type is narrower than its register (each multiply-add rounds or wraps).
 
     CPU-based devices (`profile.cpu_device`) use a direct variant: one subgroup-sized
     workgroup of `lanes` invocations owns RM rows of C (the same for every lane) and RN columns
@@ -78,10 +81,12 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent =
     5 s, 16 x 8 in 13 s, 32 x 8 in 40 s, for 17, 18 and 13 ms of CPU on 256^3):
     - with a fixed subgroup size and broadcasts: A is shared through the subgroup (one load per
       lane and row for `lanes` k values); RM = 16/8/4 and RN = 4/2/1 by the problem size
-      (unknown sizes 8 x 4); RM = 32 with 8 lanes (lavapipe) for static problems of at least
-      `LARGE_WORK` multiply-adds, where 30% fewer loads (4 + 4 per lane and k for 128
-      multiply-adds instead of 2 + 4 for 64) repay a slower first compile (about 16 s instead
-      of 2 on a loaded machine; SwiftShader, 4 lanes, measured no gain);
+      (unknown sizes 8 x 4). Static problems of at least `LARGE_WORK` multiply-adds with
+      m >= 128 and n >= 16 * lanes use RN = 8 and, with 8 lanes (lavapipe), RM = 32: per lane
+      and k, 4 + 8 loads for 256 multiply-adds instead of 2 + 4 for 64 (lavapipe, 8 lanes) and
+      4 + 8 for 128 instead of 4 + 4 for 64 (SwiftShader, 4 lanes), which repays a slower first
+      compile (docs/codegen_spirv.md has the figures). Not when `rounded`: there the rounding
+      arithmetic, not the loads, takes the time, and the larger block compiles far slower;
     - otherwise: 16-byte loads where the layout allows, RM x RN = 8 x 8.
     Others: 64 x 64 tiles staged in shared memory, 4 x 4 per invocation (256 invocations;
     32 x 32 tiles where only 64 invocations are allowed)."""
@@ -95,10 +100,11 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent =
         if profile.subgroup_size and profile.subgroup_ballot:
             rm, rn = pick(m, (16, 8, 4), 1, 8), pick(n, (4, 2, 1), lanes // 2, 4)
             sizes = (m, n, k)
-            if lanes >= 8 and rm == 16 and rn == 4 and all(
-                    isinstance(x, int) and x > 0 for x in sizes) and \
-                    math.prod(sizes) >= LARGE_WORK and m >= 4 * 32:  # type: ignore[arg-type]
-                rm = 32
+            if not rounded and rm == 16 and rn == 4 and \
+                    all(isinstance(x, int) and x > 0 for x in sizes) and \
+                    math.prod(sizes) >= LARGE_WORK and m >= 4 * 32 and \
+                    n >= 16 * lanes:  # type: ignore[operator]
+                rm, rn = (32 if lanes >= 8 else 16), 8
             return Tiling(rm, rn * lanes, 1, rm, rn, shared=False, broadcast=True)
         return Tiling(8, 8 * lanes, 1, 8, 8, shared=False)
     if profile.max_workgroup_invocations >= 256:
@@ -112,7 +118,7 @@ class Contraction:
     b: int
     convert_a: Op | None        # widening op applied to A's element, if any
     convert_b: Op | None
-    acc_type: str               # "f32" or "i32"
+    acc_type: str               # C's element type: f32 or i32, or one held in their registers
     m: int                      # loop dims
     n: int
     ks: tuple[int, ...]         # the reduction loops (one for a matmul, several for a conv)
@@ -132,7 +138,8 @@ def match(kernel: Kernel) -> Contraction | None:
     n_in = len(kernel.inputs)
     out = kernel.outputs[0]
     acc_type = out.element_type
-    if acc_type not in ("f32", "i32"):
+    acc_class = register_class(acc_type)
+    if acc_class not in ("f32", "i32"):
         return None
     base = n_in + 1
     ops = kernel.ops
@@ -140,7 +147,7 @@ def match(kernel: Kernel) -> Contraction | None:
     if y < base:
         return None
     add = ops[y - base]
-    add_name, mul_name = ("arith.addf", "arith.mulf") if acc_type == "f32" else \
+    add_name, mul_name = ("arith.addf", "arith.mulf") if acc_class == "f32" else \
         ("arith.addi", "arith.muli")
     if add.name != add_name or n_in not in add.operands:
         return None
@@ -192,7 +199,8 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
     for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
         if isinstance(ranges[d], int) and ranges[d] < least:
             return None
-    tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k])
+    tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k],
+                        rounded=register_class(c.acc_type) != c.acc_type)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
     return _Generator(kernel, profile, c, tiling).build()
@@ -259,7 +267,8 @@ class _Generator:
     def build(self) -> SpirvKernel:
         iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
         acc_t = e.scalar_type(c.acc_type)
-        zero = e.f32c(0.0) if c.acc_type == "f32" else e.i32c(0)
+        acc_class = register_class(c.acc_type)
+        zero = e.f32c(0.0) if acc_class == "f32" else e.i32c(0)
         ranges = kernel.loop_ranges
         if t.shared:
             shared_a = shared_array(iface, acc_t, t.tk * t.tm, "tile_a")
@@ -341,8 +350,22 @@ class _Generator:
                 value = e.select(acc_t, inside, self._loaded(which, loops), zero)
                 e.store(shared_pointer(iface, shared, acc_t, slot), value)
 
-        mul_op = SpvOp.FMul if c.acc_type == "f32" else SpvOp.IMul
-        add_op = SpvOp.FAdd if c.acc_type == "f32" else SpvOp.IAdd
+        mul_op = SpvOp.FMul if acc_class == "f32" else SpvOp.IMul
+        add_op = SpvOp.FAdd if acc_class == "f32" else SpvOp.IAdd
+
+        def narrow(value: int) -> int:
+            """A register result rounded (floats) or wrapped (integers) to C's type."""
+            if c.acc_type == acc_class:
+                return value
+            if acc_class == "f32":
+                return round_float(e, value, c.acc_type)
+            return wrap(e, value, c.acc_type)
+
+        def mac(acc: int, a: int, b: int) -> int:
+            """acc + a * b in C's type: the multiply and the add each rounded or wrapped to
+            it, as typed_ops.py computes the body's two ops (f16 x f16 -> f16 gives the
+            sequential f16 result)."""
+            return narrow(e.op(add_op, acc_t, acc, narrow(e.op(mul_op, acc_t, a, b))))
 
         def k_tile(kt: int) -> None:
             k0 = e.op(SpvOp.IMul, e.i32, kt, e.i32c(t.tk))
@@ -357,8 +380,7 @@ class _Generator:
                     SpvOp.IAdd, e.i32, a_base, e.i32c(kk * t.tm + r)))) for r in range(t.rm)]
                 b_vals = [e.load(acc_t, shared_pointer(iface, shared_b, acc_t, e.op(
                     SpvOp.IAdd, e.i32, b_base, e.i32c(kk * t.tn + s)))) for s in range(t.rn)]
-                current = [[e.op(add_op, acc_t, current[r][s], e.op(mul_op, acc_t, a_vals[r],
-                                                                     b_vals[s]))
+                current = [[mac(current[r][s], a_vals[r], b_vals[s])
                             for s in range(t.rn)] for r in range(t.rm)]
             for r in range(t.rm):
                 for s in range(t.rn):
@@ -380,8 +402,7 @@ class _Generator:
                           for s in range(t.rn)]
                 for r in range(t.rm):
                     for s in range(t.rn):
-                        e.store(accs[r][s], e.op(add_op, acc_t, current[r][s],
-                                                 e.op(mul_op, acc_t, a_vals[r], b_vals[s])))
+                        e.store(accs[r][s], mac(current[r][s], a_vals[r], b_vals[s]))
             def nest(level: int) -> None:
                 if level == len(c.ks) - 1:
                     emit_loop(e, k_size, k_step)
@@ -416,8 +437,7 @@ class _Generator:
                             b_op, loops_at(e.i32c(0), blocks[q], k_j)), acc_t)
                     for r in range(t.rm):
                         for s in range(t.rn):
-                            current[r][s] = e.op(add_op, acc_t, current[r][s], e.op(
-                                mul_op, acc_t, a_vals[r][j], b_vals[s]))
+                            current[r][s] = mac(current[r][s], a_vals[r][j], b_vals[s])
                 for r in range(t.rm):
                     for s in range(t.rn):
                         e.store(accs[r][s], current[r][s])
@@ -450,8 +470,7 @@ class _Generator:
                         a = e.op(SpvOp.GroupNonUniformBroadcast, acc_t, e.u32c(Scope.Subgroup),
                                  own[r], e.u32c(j))
                         for s in range(t.rn):
-                            current[r][s] = e.op(add_op, acc_t, current[r][s],
-                                                 e.op(mul_op, acc_t, a, b_vals[s]))
+                            current[r][s] = mac(current[r][s], a, b_vals[s])
                 for r in range(t.rm):
                     for s in range(t.rn):
                         e.store(accs[r][s], current[r][s])
@@ -467,8 +486,7 @@ class _Generator:
                           for s in range(t.rn)]
                 for r in range(t.rm):
                     for s in range(t.rn):
-                        e.store(accs[r][s], e.op(add_op, acc_t, current[r][s],
-                                                 e.op(mul_op, acc_t, a_vals[r], b_vals[s])))
+                        e.store(accs[r][s], mac(current[r][s], a_vals[r], b_vals[s]))
             emit_loop(e, e.op(SpvOp.ISub, e.i32, k_size, done), tail)
 
         if t.broadcast:
