@@ -196,30 +196,40 @@ class Recorder:
     def _dispatch(self, d: ResolvedDispatch, index: int) -> None:
         ep, cb = d.command.entry, self.cb
         if ep.pipeline is not self.bound_pipeline:
-            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, ep.pipeline)
+            vk.lib.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, ep.pipeline)
             self.bound_pipeline = ep.pipeline
         if ep.binding_numbers:
-            infos = []
-            for number, resolved in zip(ep.binding_numbers, d.bindings):
-                what = f"dispatch '{ep.name}' (command {index}) binding {number}"
-                offset, rng = descriptor_range(self.device, resolved, what)
-                infos.append(vk.VkDescriptorBufferInfo(buffer=resolved.buffer.vk_buffer,
-                                                       offset=offset, range=rng))
+            # The structs are filled through cffi (see fast.py); `infos` outlives the calls
+            # that read it through the writes' pBufferInfo.
+            count = len(ep.binding_numbers)
+            infos = vk.ffi.new("VkDescriptorBufferInfo[]", count)
+            writes = vk.ffi.new("VkWriteDescriptorSet[]", count)
             dst_set = None if ep.push_descriptors else \
                 self.recording.arena.allocate(ep.set_layout)
-            writes = [vk.VkWriteDescriptorSet(
-                sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dst_set,
-                dstBinding=number, descriptorCount=1,
-                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=[info])
-                for number, info in zip(ep.binding_numbers, infos)]
+            for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
+                what = f"dispatch '{ep.name}' (command {index}) binding {number}"
+                offset, rng = descriptor_range(self.device, resolved, what)
+                info, write = infos[i], writes[i]
+                info.buffer = resolved.buffer.vk_buffer
+                info.offset = offset
+                info.range = rng
+                write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                write.dstSet = vk.ffi.NULL if dst_set is None else dst_set
+                write.dstBinding = number
+                write.descriptorCount = 1
+                write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                write.pBufferInfo = infos + i
             if ep.push_descriptors:
                 self.device.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                                                ep.pipeline_layout, 0, len(writes), writes)
+                                                ep.pipeline_layout, 0, count, writes)
             else:
-                vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
-                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                                           ep.pipeline_layout, 0, 1, [dst_set], 0, None)
+                vk.lib.vkUpdateDescriptorSets(self.device.handle, count, writes, 0,
+                                              vk.ffi.NULL)
+                sets = vk.ffi.new("VkDescriptorSet[1]", [dst_set])
+                vk.lib.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                               ep.pipeline_layout, 0, 1, sets, 0, vk.ffi.NULL)
                 self.recording.sets.append((index, dst_set, ep.binding_numbers))
+            del infos
         constants = d.command.constants
         if constants:
             vk.vkCmdPushConstants(cb, ep.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -227,7 +237,7 @@ class Recorder:
         queries = self.recording.timestamps
         if queries is not None:
             queries.before(cb, self.dispatch_count)
-        vk.vkCmdDispatch(cb, *d.command.workgroups)
+        vk.lib.vkCmdDispatch(cb, *d.command.workgroups)
         if queries is not None:
             queries.after(cb, self.dispatch_count)
         self.dispatch_count += 1
