@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -325,6 +326,16 @@ class VulkanDevice(Device):
         ns = (1 << 62) if timeout is None else int(max(0.0, timeout) * 1e9)
         done = self.queue.wait_serial(self.queue.serial, ns)
         self.collect()
+        # The private timeline is signalled before the caller's semaphores: released ones the
+        # same submissions signal are destroyed once that lands (SemaphoreResource.idle), a
+        # moment later. Poll briefly (no driver wait: these are microseconds) so an idle
+        # queue leaves nothing retiring.
+        deadline = time.monotonic() + min(1.0, ns / 1e9)
+        while done and any(getattr(r, "gpu_signal", 0) for r in self._retiring):
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(1e-4)
+            self.collect()
         return done
 
     def release(self) -> None:
