@@ -10,6 +10,7 @@ when an IREE environment is given (`--iree-python`, see bench/iree_runner.py):
   whole call.
 
     .venv/bin/python bench/linalg.py [--iree-python PATH] [--reps N] [--runs R] [--devices a,b]
+                                     [--only matmul|row-sum]
 
 Prints one table: the best over R runs (on a shared machine the slowest runs measure the load,
 not the code) of the median over N calls of the kernel's device time (timestamp queries around
@@ -146,6 +147,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--runs", type=int, default=1, help="runs per figure; the best is shown")
     ap.add_argument("--devices", default=",".join(DEVICES))
+    ap.add_argument("--only", choices=("matmul", "row-sum"),
+                    help="time one of the two computations only")
     args = ap.parse_args()
     iree = Iree(args.iree_python)
     rng = np.random.default_rng(0)
@@ -160,6 +163,8 @@ def main() -> None:
          x.astype(np.float64).sum(axis=1), lambda: x.sum(axis=1), ROW_SUM_MLIR,
          "1024x1024xf32"),
     ]
+    if args.only:
+        cases = [c for c in cases if c[0].startswith(args.only.replace("-", " "))]
     header = (f"{'kernel':<24} | {'device':<12} | {'strategy':<10} | {'device ms':>10} | "
               f"{'wall ms':>9} | {'irtk call ms':>12} | {'numpy ms':>9} | {'IREE ms':>8} | "
               f"{'max error':>9}")
