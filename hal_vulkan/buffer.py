@@ -73,6 +73,20 @@ class VulkanBuffer(Buffer):
         block.flush(start, length, invalidate=True)
         return bytes(block.mapping[start:start + length])
 
+    def read_into(self, out: memoryview, offset: int = 0) -> None:
+        """One copy from the mapping into `out` (a result read back into its numpy array)."""
+        length = out.nbytes
+        self._check_range(offset, length)
+        self.device.check()
+        self._check_alive()
+        block = self.resource.block
+        if block.mapping is None:
+            out[:] = self.device.transfer.download(self, offset, length)
+            return
+        start = self.resource.offset + offset
+        block.flush(start, length, invalidate=True)
+        out[:] = block.mapping[start:start + length]
+
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         src = memoryview(data)
         if src.ndim != 1 or src.format != "B":

@@ -47,6 +47,11 @@ class Buffer(ABC):
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         """Copy host bytes into the buffer at `offset`."""
 
+    def read_into(self, out: memoryview, offset: int = 0) -> None:
+        """Copy `out.nbytes` bytes starting at `offset` into `out` (a writable byte view, such
+        as a new numpy array's): drivers with mapped memory override it to copy once."""
+        out[:] = self.read(offset, out.nbytes)
+
     def release(self) -> None:
         """Free the device memory now; idempotent. Drivers override to free eagerly."""
 
@@ -88,6 +93,10 @@ class SubspanBuffer(Buffer):
             length = self.size - offset
         self._check_range(offset, length)
         return self._allocated.read(self._offset + offset, length)
+
+    def read_into(self, out: memoryview, offset: int = 0) -> None:
+        self._check_range(offset, out.nbytes)
+        self._allocated.read_into(out, self._offset + offset)
 
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         self._check_range(offset, memoryview(data).nbytes)

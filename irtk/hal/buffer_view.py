@@ -28,11 +28,13 @@ class BufferView:
     def to_numpy(self) -> np.ndarray:
         """The contents as an array of the element type's numpy dtype; for a type numpy lacks
         (bf16, f8/f4, i4, i2), its decoded values (`ElementType.value_dtype`)."""
-        data = self.buffer.read(self.byte_offset, self.byte_length)
         et = self.element_type
         if not et.has_numpy_dtype:
+            data = self.buffer.read(self.byte_offset, self.byte_length)
             return numerics.decode(et.name, data, math.prod(self.shape)).reshape(self.shape)
-        return np.frombuffer(data, dtype=et.numpy_dtype()).reshape(self.shape).copy()
+        out = np.empty(self.shape, dtype=et.numpy_dtype())
+        self.buffer.read_into(memoryview(out.reshape(-1)).cast("B"), self.byte_offset)
+        return out
 
     def format_shape(self) -> str:
         """IREE's spelling of a tensor type, e.g. `4x2xf32`."""
