@@ -52,10 +52,13 @@ class VulkanDevice(Device):
         self._resources: dict[int, Resource] = {}
         self._retiring: list[Resource] = []
         self._check_usable(physical)
-        # Rebinding recordings through update-after-bind descriptors is experimental and off
-        # unless IRTK_VULKAN_REBIND=1. Push descriptors are used only where rebinding is off.
-        self.update_after_bind = os.environ.get(REBIND_SWITCH) == "1" and \
-            physical.update_after_bind
+        # Rebinding recordings through update-after-bind descriptors (a new binding table
+        # rewrites an idle recording's descriptor sets instead of re-recording) is the default
+        # where the device can, unless it has push descriptors, which stay the default there;
+        # IRTK_VULKAN_REBIND=0 turns it off, =1 prefers it to push descriptors.
+        switch = os.environ.get(REBIND_SWITCH, "")
+        self.update_after_bind = physical.update_after_bind and switch != "0" and \
+            (switch == "1" or not physical.push_descriptors)
         self.push_descriptors = physical.push_descriptors and not self.update_after_bind
         self.handle = self._create_device(physical)
         try:

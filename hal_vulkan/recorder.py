@@ -75,25 +75,33 @@ class Recording(Resource):
     def rebind(self, commands: list[ResolvedCommand], content: tuple) -> None:
         """Point the descriptor sets at a new table's buffers, without re-recording. Only for
         an idle recording on a device with update-after-bind descriptors."""
-        # The buffer infos are kept in `infos` until the call returns: the binding's structs
-        # point at them, and a temporary freed early would hand the driver garbage.
-        infos, writes = [], []
-        for index, dst_set, numbers in self.sets:
-            d = commands[index]
-            assert isinstance(d, ResolvedDispatch)
-            for number, resolved in zip(numbers, d.bindings):
-                what = f"dispatch '{d.command.name}' (command {index}) binding {number}"
-                offset, rng = descriptor_range(self.device, resolved, what)
-                info = vk.VkDescriptorBufferInfo(buffer=resolved.buffer.vk_buffer,
-                                                 offset=offset, range=rng)
-                infos.append(info)
-                writes.append(vk.VkWriteDescriptorSet(
-                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dst_set,
-                    dstBinding=number, descriptorCount=1,
-                    descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=[info]))
-        if writes:
-            vk.vkUpdateDescriptorSets(self.device.handle, len(writes), writes, 0, None)
-        del infos
+        count = sum(len(numbers) for _, _, numbers in self.sets)
+        if count:
+            # One vkUpdateDescriptorSets for every set, its structs filled through cffi (as in
+            # `_dispatch`; the binding's generic constructors made rebinding slower than
+            # recording again); `infos` outlives the call that reads it through pBufferInfo.
+            infos = vk.ffi.new("VkDescriptorBufferInfo[]", count)
+            writes = vk.ffi.new("VkWriteDescriptorSet[]", count)
+            i = 0
+            for index, dst_set, numbers in self.sets:
+                d = commands[index]
+                assert isinstance(d, ResolvedDispatch)
+                for number, resolved in zip(numbers, d.bindings):
+                    what = f"dispatch '{d.command.name}' (command {index}) binding {number}"
+                    offset, rng = descriptor_range(self.device, resolved, what)
+                    info, write = infos[i], writes[i]
+                    info.buffer = resolved.buffer.vk_buffer
+                    info.offset = offset
+                    info.range = rng
+                    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                    write.dstSet = dst_set
+                    write.dstBinding = number
+                    write.descriptorCount = 1
+                    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                    write.pBufferInfo = infos + i
+                    i += 1
+            vk.lib.vkUpdateDescriptorSets(self.device.handle, count, writes, 0, vk.ffi.NULL)
+            del infos
         self.content = content
 
     def destroy_handles(self) -> None:

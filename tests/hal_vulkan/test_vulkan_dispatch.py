@@ -260,24 +260,41 @@ def test_empty_binding_at_the_very_end_of_a_block(device, executable):
     submit(device, [cb])
 
 
-@pytest.fixture
-def rebind_device(driver, device_index, monkeypatch):
-    """A device with the experimental update-after-bind rebinding on (IRTK_VULKAN_REBIND=1)."""
-    monkeypatch.setenv("IRTK_VULKAN_REBIND", "1")
+@pytest.fixture(params=[None, "0", "1"], ids=["default", "rebind=0", "rebind=1"])
+def rebind_device(request, driver, device_index, monkeypatch):
+    """A device made with IRTK_VULKAN_REBIND unset, 0 or 1."""
+    if request.param is None:
+        monkeypatch.delenv("IRTK_VULKAN_REBIND", raising=False)
+    else:
+        monkeypatch.setenv("IRTK_VULKAN_REBIND", request.param)
     dev = driver.create_device(device_index)
+    dev.rebind_switch = request.param
     yield dev
     dev.release()
 
 
+def test_rebinding_is_the_default_where_descriptors_update_after_bind(rebind_device):
+    """Rebinding where the device can update storage descriptors after bind, unless it has push
+    descriptors (then only with the switch at 1); never with the switch at 0."""
+    device, switch = rebind_device, rebind_device.rebind_switch
+    can, push = device.physical.update_after_bind, device.physical.push_descriptors
+    expected = can and switch != "0" and (switch == "1" or not push)
+    assert device.update_after_bind == expected
+    assert device.push_descriptors == (push and not expected)
+
+
 def test_new_binding_tables_rebind_instead_of_rerecording(rebind_device, rng):
     """Where descriptors can be updated after bind, one recording serves any number of
-    different tables once idle: its descriptor sets are rewritten, nothing is re-recorded."""
+    different tables once idle: its descriptor sets are rewritten, nothing is re-recorded.
+    Otherwise each table is a (cached) recording; the results are the same either way."""
     device = rebind_device
     executable = device.create_executable("vulkan-spirv-fb", mul_add_executable(WG))
     n = 128
     cb = device.create_command_buffer(binding_capacity=3)
-    cb.dispatch(executable, 0, groups(n), [n],
-                [BindingRef(None, 0, 4 * n, slot=i) for i in range(3)])
+    for _ in range(2):  # two dispatches, so a rebind rewrites more than one set
+        cb.dispatch(executable, 0, groups(n), [n],
+                    [BindingRef(None, 0, 4 * n, slot=i) for i in range(3)])
+        cb.execution_barrier()
     cb.finalize()
     alloc = device.allocator
     recorded = []
@@ -286,9 +303,10 @@ def test_new_binding_tables_rebind_instead_of_rerecording(rebind_device, rng):
         A, B, C = (alloc.allocate_with_data(x[0].tobytes()),
                    alloc.allocate_with_data(x[1].tobytes()), alloc.allocate(4 * n))
         submit(device, [cb], [[(A, 0, -1), (B, 0, -1), (C, 0, -1)]])
-        np.testing.assert_allclose(f32(C, n), x[0] * x[1] + 1, rtol=1e-6, atol=1e-6)
+        expected = x[0].astype(np.float64) * x[1] + 1
+        np.testing.assert_allclose(f32(C, n), expected, rtol=1e-6, atol=1e-6)
         recorded.append(cb._last.handle)
     if device.update_after_bind:
         assert len(cb._recordings) == 1 and len(set(recorded)) == 1
-    else:  # push descriptors live in the command buffer: each table is a (cached) recording
-        assert len(cb._recordings) <= 4
+    else:  # push descriptors or plain sets: each table is a (cached) recording
+        assert len(cb._recordings) <= 4 and len(set(recorded)) > 1
