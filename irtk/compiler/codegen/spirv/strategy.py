@@ -8,9 +8,17 @@ The rule, first match wins:
 4. "elementwise": all loops parallel, static shapes, no params or gathers, f32/i32 buffers;
 5. "fallback": everything else (fallback.py), correct for any kernel.
 Each strategy may decline a kernel it recognized (returning None), passing it down the list.
+
+Emulated f16 costs two roundings of about twenty instructions each per multiply-add, so a
+static f16 contraction of more than `NATIVE_F16_WORK` multiply-adds (2^30, over half a minute
+emulated on a CPU driver, minutes for the conformance suite's 3456x1024x2048) is compiled
+with native f16 even where the profile lacks it: it then needs shaderFloat16, and a device
+without it refuses the executable by name instead of running for minutes.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel
@@ -22,6 +30,7 @@ from .executable import SpirvKernel, validate
 
 STRATEGIES = ("matmul", "convolution", "reduction", "elementwise", "fallback")
 MAX_INDEX = (1 << 31) - 1
+NATIVE_F16_WORK = 1 << 30
 
 
 def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
@@ -37,6 +46,8 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
     if strategy is not None and strategy not in STRATEGIES:
         raise CompileError(f"vulkan-spirv: unknown strategy '{strategy}'; strategies: "
                            f"{', '.join(STRATEGIES)}")
+    if needs_native_f16(kernel, profile):
+        profile = dataclasses.replace(profile, float16=True)
     for name in order:
         compiled = _BUILDERS[name](kernel, profile, max_workgroup_count)
         if compiled is not None:
@@ -45,6 +56,15 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
             return compiled
     raise CompileError(f"vulkan-spirv: kernel '{kernel.name}' does not fit strategy "
                        f"'{strategy}'")
+
+
+def needs_native_f16(kernel: Kernel, profile: VulkanProfile) -> bool:
+    """Whether `kernel` is an f16 contraction too large to emulate (module docstring)."""
+    if profile.float16 or not kernel.is_static or not kernel.reduction_dims:
+        return False
+    if not any(op.result_type == "f16" for op in kernel.ops):
+        return False
+    return math.prod(kernel.loop_ranges) > NATIVE_F16_WORK  # type: ignore[arg-type]
 
 
 def _check(kernel: Kernel) -> None:
