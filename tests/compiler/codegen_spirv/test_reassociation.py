@@ -127,24 +127,30 @@ def test_reductions_with_several_rows_per_workgroup(vulkan, rng, rows, cols):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("device, rm", [("llvmpipe", 32), ("swiftshader", 16)])
-def test_large_matmul_blocks_on_software_drivers(rng, device, rm):
-    """The larger blocks of large static problems (32 x 8 on lavapipe, 16 x 8 on SwiftShader):
-    partial blocks on every edge, and still the sequential float32 result."""
+@pytest.mark.parametrize("device, n, rm, wide", [("llvmpipe", 250, 32, False),
+                                                 ("llvmpipe", 264, 32, True),
+                                                 ("swiftshader", 264, 16, False)])
+def test_large_matmul_blocks_on_software_drivers(rng, device, n, rm, wide):
+    """The larger blocks of large static problems (32 x 8 on lavapipe, 16 x 8 on SwiftShader;
+    on lavapipe each lane's 8 columns of B in one u64vec4 load where N is a multiple of 8):
+    partial blocks on every edge, leftover k values, and still the sequential float32
+    result."""
     from irtk.compiler.codegen.spirv.matmul import tiling_for
 
     from .conftest import _runner
     runner = _runner(device)
-    m, n, k = 520, 250, 520
+    m, k = 520, 523
     tiling = tiling_for(runner.profile, m, n, k)
     assert (tiling.rm, tiling.rn) == (rm, 8)
     rounded = tiling_for(runner.profile, m, n, k, rounded=True)   # an f16 C: rounding-bound
     assert (rounded.rm, rounded.rn) == (16, 4)
     kernel = matmul(m, n, k)
+    compiled = runner.compile(kernel)
+    assert compiled.requirements.get("int64", False) == wide    # u64 loads need Int64
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     init = rng.standard_normal((m, n)).astype(np.float32)
-    got = runner.run(kernel, [a, b], initial=[init])[0].astype(np.float32)
+    got = runner.run(kernel, [a, b], compiled, initial=[init])[0].astype(np.float32)
     acc = init.copy()
     for kk in range(k):
         acc = (acc + (a[:, kk:kk + 1] * b[kk:kk + 1, :]).astype(np.float32)).astype(np.float32)

@@ -15,8 +15,9 @@ Variants (`tiling_for`, docs/codegen_spirv.md):
   memory (zero-filled edges), RM x RN accumulators per invocation;
 - direct, for CPU profiles: one subgroup-sized workgroup, RM rows uniform across its lanes and
   RN columns per lane, A and B read straight from the buffers at clamped indices; A shared
-  through subgroup broadcasts where the subgroup size is fixed, else 16-byte loads where the
-  layout allows;
+  through subgroup broadcasts where the subgroup size is fixed (with 8 columns per lane, B's
+  from one u64vec4 load where the profile has int64 and the layout allows), else 16-byte
+  loads where the layout allows;
 - convolution: the direct variant with every reduction loop nested in order.
 Each accumulator starts at C's initial value and adds the products in k order (reduction
 loops nested in order for convolutions), each step rounded: the sequential order kernel.py
@@ -28,12 +29,14 @@ loops.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
-from spirv.tables import BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope
+from spirv.tables import (BuiltIn, Capability, Decoration, GLSLstd450, Op as SpvOp, Scope,
+                          StorageClass)
 
-from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
+from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op, Operand
 from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel
@@ -62,6 +65,7 @@ class Tiling:
     shared: bool = True
     vector: bool = False    # direct variant reading A along k and B along n 4 words at a time
     broadcast: bool = False  # direct variant sharing A's loads through subgroup broadcasts
+    b_wide: bool = False    # broadcast variant: a lane's 8 columns of B adjacent, one u64vec4
 
     @property
     def invocations(self) -> int:
@@ -203,6 +207,9 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
                         rounded=register_class(c.acc_type) != c.acc_type)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
+    if tiling.broadcast and tiling.rn == 8 and profile.int64 and \
+            aligned_along(kernel, c, c.b, c.n, 8):
+        tiling = dataclasses.replace(tiling, b_wide=True)
     return _Generator(kernel, profile, c, tiling).build()
 
 
@@ -231,21 +238,25 @@ def linear_form(kernel: Kernel, operand_index: int) -> tuple[list[int], int] | N
     return coeffs, sum(row[-1] * st for row, st in zip(operand.map.rows, strides))
 
 
-def vector_friendly(kernel: Kernel, c: Contraction) -> bool:
-    """4-word loads apply: 32-bit A and B without conversions, A contiguous along k and B along
-    n, every other coefficient and the constants multiples of 4, K and N multiples of 4."""
-    if c.convert_a or c.convert_b or not kernel.is_static:
+def aligned_along(kernel: Kernel, c: Contraction, which: int, dim: int, words: int) -> bool:
+    """`words` consecutive elements of input `which` along loop `dim` fill one aligned
+    `words`-word load: a static 32-bit operand without conversion, contiguous along `dim`, every
+    other coefficient, the constant and the extent of `dim` multiples of `words`."""
+    if not kernel.is_static or (c.convert_a if which == c.a else c.convert_b):
         return False
-    for which, dim in ((c.a, c.k), (c.b, c.n)):
-        if kernel.inputs[which].element_type not in ("f32", "i32"):
-            return False
-        form = linear_form(kernel, which)
-        if form is None:
-            return False
-        coeffs, const = form
-        if coeffs[dim] != 1 or const % 4 or any(x % 4 for j, x in enumerate(coeffs) if j != dim):
-            return False
-    return kernel.loop_ranges[c.k] % 4 == 0 and kernel.loop_ranges[c.n] % 4 == 0  # type: ignore
+    if kernel.inputs[which].element_type not in ("f32", "i32"):
+        return False
+    form = linear_form(kernel, which)
+    if form is None:
+        return False
+    coeffs, const = form
+    return coeffs[dim] == 1 and const % words == 0 and kernel.loop_ranges[dim] % words == 0 \
+        and all(x % words == 0 for j, x in enumerate(coeffs) if j != dim)  # type: ignore
+
+
+def vector_friendly(kernel: Kernel, c: Contraction) -> bool:
+    """4-word loads apply: A along k and B along n (see `aligned_along`)."""
+    return aligned_along(kernel, c, c.a, c.k, 4) and aligned_along(kernel, c, c.b, c.n, 4)
 
 
 class _Generator:
@@ -253,6 +264,7 @@ class _Generator:
         self.kernel, self.c, self.t = kernel, c, t
         self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1))
         self.e = self.iface.e
+        self._wide_view: int | None = None
 
     def _loaded(self, which: int, loops: list[int]) -> int:
         """A's or B's element at `loops`, converted to the accumulator type."""
@@ -263,6 +275,37 @@ class _Generator:
         if convert is not None:
             value = emit_typed(self.e, convert, [value], [operand.element_type])
         return value
+
+    def _load_words8(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
+        """Eight consecutive 32-bit elements from `offset` (a multiple of 8) with one u64vec4
+        load: lavapipe loads per lane and 64-bit component, so this costs 4 loads, not 8."""
+        iface, e = self.iface, self.e
+        b = e.b
+        b.capability(Capability.Int64)
+        iface.uses_int64 = True
+        v4 = b.type_vector(e.u64, 4)
+        if self._wide_view is None:
+            block = b.type_struct([b.type_runtime_array(v4, stride=32)])
+            b.decorate(block, Decoration.Block)
+            b.member_decorate(block, 0, Decoration.Offset, 0)
+            b.member_decorate(block, 0, Decoration.NonWritable)
+            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                             StorageClass.StorageBuffer)
+            b.decorate(var, Decoration.DescriptorSet, 0)
+            b.decorate(var, Decoration.Binding, operand.binding)
+            self._wide_view = var
+            iface.globals.append(var)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                     e.u32c(3))
+        quads = e.op(SpvOp.Load, v4, e.op(SpvOp.AccessChain, b.type_pointer(
+            StorageClass.StorageBuffer, v4), self._wide_view, e.u32c(0), index))
+        u2 = b.type_vector(e.u32, 2)
+        words = []
+        for i in range(4):
+            pair = e.op(SpvOp.Bitcast, u2, e.op(SpvOp.CompositeExtract, e.u64, quads, i))
+            words += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32,
+                                                             pair, w)) for w in range(2)]
+        return words
 
     def build(self) -> SpirvKernel:
         iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
@@ -293,6 +336,9 @@ class _Generator:
                 SpvOp.IMul, e.i32, ty, e.i32c(t.rm)), e.i32c(r)))
 
         def col_of(s: int) -> int:
+            if t.b_wide:  # 8 adjacent columns per lane
+                return e.op(SpvOp.IAdd, e.i32, n0, e.op(SpvOp.IAdd, e.i32, e.op(
+                    SpvOp.IMul, e.i32, tx, e.i32c(8)), e.i32c(s)))
             if t.vector:  # 4 consecutive columns per lane and vector load
                 return e.op(SpvOp.IAdd, e.i32, n0, e.op(SpvOp.IAdd, e.i32, e.op(
                     SpvOp.IMul, e.i32, tx, e.i32c(4)), e.i32c((s // 4) * 4 * threads_n + s % 4)))
@@ -455,6 +501,17 @@ class _Generator:
             cols = [below(col_of(s), n_size)
                     for s in range(t.rn)]
             full = e.op(SpvOp.SDiv, e.i32, k_size, e.i32c(lanes))
+            # B_wide: the lane's first column, clamped (N is a multiple of 8, so a block is
+            # wholly inside or wholly outside).
+            start = e.glsl(e.i32, GLSLstd450.SMin, col_of(0),
+                           e.op(SpvOp.ISub, e.i32, n_size, e.i32c(8))) if t.b_wide else 0
+
+            def b_row(k_j: int) -> list[int]:
+                if t.b_wide:
+                    return self._load_words8(kernel.inputs[c.b], iface.operand_offset(
+                        kernel.inputs[c.b], loops_at(e.i32c(0), start, k_j)), acc_t)
+                return [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
+                        for s in range(t.rn)]
 
             def block(kb: int) -> None:
                 k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(lanes))
@@ -463,9 +520,7 @@ class _Generator:
                        for r in range(t.rm)]
                 current = [[e.load(acc_t, var) for var in row] for row in accs]
                 for j in range(lanes):
-                    k_j = e.op(SpvOp.IAdd, e.i32, k0, e.i32c(j))
-                    b_vals = [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
-                              for s in range(t.rn)]
+                    b_vals = b_row(e.op(SpvOp.IAdd, e.i32, k0, e.i32c(j)))
                     for r in range(t.rm):
                         a = e.op(SpvOp.GroupNonUniformBroadcast, acc_t, e.u32c(Scope.Subgroup),
                                  own[r], e.u32c(j))
@@ -482,8 +537,7 @@ class _Generator:
                 current = [[e.load(acc_t, var) for var in row] for row in accs]
                 a_vals = [self._loaded(c.a, loops_at(rows[r], e.i32c(0), kk))
                           for r in range(t.rm)]
-                b_vals = [self._loaded(c.b, loops_at(e.i32c(0), cols[s], kk))
-                          for s in range(t.rn)]
+                b_vals = b_row(kk)
                 for r in range(t.rm):
                     for s in range(t.rn):
                         e.store(accs[r][s], mac(current[r][s], a_vals[r], b_vals[s]))
