@@ -49,7 +49,7 @@ class ShaderInterface:
         self.buffers: dict[int, int] = {}
         self._builtins: dict[int, int] = {}
         self._params: dict[int, int] = {}
-        self._vector_views: dict[int, int] = {}
+        self._vector_views: dict[tuple[int, int], int] = {}
         self.uses_int64 = self.uses_float64 = False
         self._check_types()
         self._declare_buffers()
@@ -291,28 +291,35 @@ class ShaderInterface:
                      e.u32c(bits))
         return word, shift
 
-    def load_vector4(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
-        """Four consecutive 32-bit elements from `offset` (a multiple of 4) with one 16-byte
-        load, through a uvec4 view of the binding (software drivers pay per load, not per
-        byte)."""
-        e, b = self.e, self.e.b
-        if operand.binding not in self._vector_views:
-            v4 = b.type_vector(e.u32, 4)
-            block = b.type_struct([b.type_runtime_array(v4, stride=16)])
+    def read_only_view(self, binding: int, vector_type: int, stride: int) -> int:
+        """A second, read-only variable over `binding` as a runtime array of `vector_type`
+        (one per binding and type), for wide loads: software drivers pay per load, not per
+        byte."""
+        key = (binding, vector_type)
+        if key not in self._vector_views:
+            b = self.e.b
+            block = b.type_struct([b.type_runtime_array(vector_type, stride=stride)])
             b.decorate(block, Decoration.Block)
             b.member_decorate(block, 0, Decoration.Offset, 0)
             b.member_decorate(block, 0, Decoration.NonWritable)
             var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
                              StorageClass.StorageBuffer)
             b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, operand.binding)
-            self._vector_views[operand.binding] = var
+            b.decorate(var, Decoration.Binding, binding)
+            self._vector_views[key] = var
             self.globals.append(var)
+        return self._vector_views[key]
+
+    def load_vector4(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
+        """Four consecutive 32-bit elements from `offset` (a multiple of 4) with one 16-byte
+        load, through a uvec4 view of the binding."""
+        e, b = self.e, self.e.b
         v4 = b.type_vector(e.u32, 4)
+        view = self.read_only_view(operand.binding, v4, 16)
         index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
                      e.u32c(2))
         ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
-                   self._vector_views[operand.binding], e.u32c(0), index)
+                   view, e.u32c(0), index)
         words = e.op(SpvOp.Load, v4, ptr)
         return [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, words, i))
                 for i in range(4)]

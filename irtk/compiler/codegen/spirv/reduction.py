@@ -45,7 +45,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from spirv.tables import (BuiltIn, Capability, Decoration, GLSLstd450, GroupOperation,
+from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
                           Op as SpvOp, Scope, StorageClass)
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
@@ -259,7 +259,6 @@ class _Generator:
         self.kinds = [accumulator_type(o.element_type) for o in kernel.outputs]
         self.acc_ops = [Op(t.op.name, t.op.operands, kind)
                         for t, kind in zip(terms, self.kinds)]
-        self._wide_views: dict[int, int] = {}
         # The body up to the folded values: each combiner op becomes a (free) constant, so
         # evaluating it emits no dead combiner code.
         base = len(kernel.inputs) + len(kernel.outputs)
@@ -456,21 +455,11 @@ class _Generator:
         b.capability(Capability.Int64)
         iface.uses_int64 = True
         v4 = b.type_vector(e.u64, 4)
-        if operand.binding not in self._wide_views:
-            block = b.type_struct([b.type_runtime_array(v4, stride=32)])
-            b.decorate(block, Decoration.Block)
-            b.member_decorate(block, 0, Decoration.Offset, 0)
-            b.member_decorate(block, 0, Decoration.NonWritable)
-            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                             StorageClass.StorageBuffer)
-            b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, operand.binding)
-            self._wide_views[operand.binding] = var
-            iface.globals.append(var)
+        view = iface.read_only_view(operand.binding, v4, 32)
         index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
                      e.u32c(3))
         ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
-                   self._wide_views[operand.binding], e.u32c(0), index)
+                   view, e.u32c(0), index)
         quads = e.op(SpvOp.Load, v4, ptr)
         u2 = b.type_vector(e.u32, 2)
         out = []
