@@ -12,6 +12,8 @@ from irtk.compiler.codegen.spirv.reduction import combiners
 from irtk.compiler.kernel import Kernel, Op, Operand
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
 
+from spirv import tools
+
 from .kernels import identity, projection
 from .test_strategies import matmul, reduce_rows
 
@@ -127,26 +129,29 @@ def test_reductions_with_several_rows_per_workgroup(vulkan, rng, rows, cols):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("device, n, rm, wide", [("llvmpipe", 250, 32, False),
-                                                 ("llvmpipe", 264, 32, True),
-                                                 ("swiftshader", 264, 16, False)])
-def test_large_matmul_blocks_on_software_drivers(rng, device, n, rm, wide):
+@pytest.mark.parametrize("device, n, k, rm, wide", [("llvmpipe", 250, 523, 32, ()),
+                                                    ("llvmpipe", 264, 523, 32, ("B",)),
+                                                    ("llvmpipe", 264, 522, 32, ("A", "B")),
+                                                    ("swiftshader", 264, 522, 16, ())])
+def test_large_matmul_blocks_on_software_drivers(rng, device, n, k, rm, wide):
     """The larger blocks of large static problems (32 x 8 on lavapipe, 16 x 8 on SwiftShader;
-    on lavapipe each lane's 8 columns of B in one u64vec4 load where N is a multiple of 8):
-    partial blocks on every edge, leftover k values, and still the sequential float32
-    result."""
+    on lavapipe a lane's 8 columns of B from one u64vec4 load where N is a multiple of 8, and
+    A's k values 2 per lane and u64 load where K is even): partial blocks on every edge,
+    leftover k values, and still the sequential float32 result."""
     from irtk.compiler.codegen.spirv.matmul import tiling_for
 
     from .conftest import _runner
     runner = _runner(device)
-    m, k = 520, 523
+    m = 520
     tiling = tiling_for(runner.profile, m, n, k)
     assert (tiling.rm, tiling.rn) == (rm, 8)
     rounded = tiling_for(runner.profile, m, n, k, rounded=True)   # an f16 C: rounding-bound
     assert (rounded.rm, rounded.rn) == (16, 4)
     kernel = matmul(m, n, k)
     compiled = runner.compile(kernel)
-    assert compiled.requirements.get("int64", False) == wide    # u64 loads need Int64
+    text = tools.disassemble(compiled.code)
+    assert ("ArrayStride 8" in text, "ArrayStride 32" in text) == ("A" in wide, "B" in wide)
+    assert compiled.requirements.get("int64", False) == bool(wide)   # u64 loads need Int64
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     init = rng.standard_normal((m, n)).astype(np.float32)

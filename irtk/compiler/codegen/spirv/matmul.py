@@ -15,9 +15,9 @@ Variants (`tiling_for`, docs/codegen_spirv.md):
   memory (zero-filled edges), RM x RN accumulators per invocation;
 - direct, for CPU profiles: one subgroup-sized workgroup, RM rows uniform across its lanes and
   RN columns per lane, A and B read straight from the buffers at clamped indices; A shared
-  through subgroup broadcasts where the subgroup size is fixed (with 8 columns per lane, B's
-  from one u64vec4 load where the profile has int64 and the layout allows), else 16-byte
-  loads where the layout allows;
+  through subgroup broadcasts where the subgroup size is fixed (with 8 columns per lane and
+  a profile with int64, B's 8 from one u64vec4 load and A's k values 2 per lane and u64 load
+  where the layout allows), else 16-byte loads where the layout allows;
 - convolution: the direct variant with every reduction loop nested in order.
 Each accumulator starts at C's initial value and adds the products in k order (reduction
 loops nested in order for convolutions), each step rounded: the sequential order kernel.py
@@ -66,6 +66,7 @@ class Tiling:
     vector: bool = False    # direct variant reading A along k and B along n 4 words at a time
     broadcast: bool = False  # direct variant sharing A's loads through subgroup broadcasts
     b_wide: bool = False    # broadcast variant: a lane's 8 columns of B adjacent, one u64vec4
+    a_wide: bool = False    # broadcast variant: A's k values 2 per lane and u64 load
 
     @property
     def invocations(self) -> int:
@@ -207,9 +208,9 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
                         rounded=register_class(c.acc_type) != c.acc_type)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
-    if tiling.broadcast and tiling.rn == 8 and profile.int64 and \
-            aligned_along(kernel, c, c.b, c.n, 8):
-        tiling = dataclasses.replace(tiling, b_wide=True)
+    if tiling.broadcast and tiling.rn == 8 and profile.int64:   # 64-bit loads (lavapipe)
+        tiling = dataclasses.replace(tiling, b_wide=aligned_along(kernel, c, c.b, c.n, 8),
+                                     a_wide=aligned_along(kernel, c, c.a, c.k, 2))
     return _Generator(kernel, profile, c, tiling).build()
 
 
@@ -264,7 +265,7 @@ class _Generator:
         self.kernel, self.c, self.t = kernel, c, t
         self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1))
         self.e = self.iface.e
-        self._wide_view: int | None = None
+        self._wide_views: dict[tuple[int, int], int] = {}
 
     def _loaded(self, which: int, loops: list[int]) -> int:
         """A's or B's element at `loops`, converted to the accumulator type."""
@@ -276,16 +277,19 @@ class _Generator:
             value = emit_typed(self.e, convert, [value], [operand.element_type])
         return value
 
-    def _load_words8(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
-        """Eight consecutive 32-bit elements from `offset` (a multiple of 8) with one u64vec4
-        load: lavapipe loads per lane and 64-bit component, so this costs 4 loads, not 8."""
+    def _load_wide(self, operand: Operand, offset: int, words: int, scalar_type: int
+                   ) -> list[int]:
+        """`words` (2 or 8) consecutive 32-bit elements from `offset` (a multiple of `words`)
+        with one u64 or u64vec4 load: lavapipe loads per lane and 64-bit component, so 8 words
+        cost 4 loads, not 8, and 2 words one."""
         iface, e = self.iface, self.e
         b = e.b
         b.capability(Capability.Int64)
         iface.uses_int64 = True
-        v4 = b.type_vector(e.u64, 4)
-        if self._wide_view is None:
-            block = b.type_struct([b.type_runtime_array(v4, stride=32)])
+        wide = e.u64 if words == 2 else b.type_vector(e.u64, 4)
+        key = (operand.binding, words)
+        if key not in self._wide_views:
+            block = b.type_struct([b.type_runtime_array(wide, stride=4 * words)])
             b.decorate(block, Decoration.Block)
             b.member_decorate(block, 0, Decoration.Offset, 0)
             b.member_decorate(block, 0, Decoration.NonWritable)
@@ -293,19 +297,21 @@ class _Generator:
                              StorageClass.StorageBuffer)
             b.decorate(var, Decoration.DescriptorSet, 0)
             b.decorate(var, Decoration.Binding, operand.binding)
-            self._wide_view = var
+            self._wide_views[key] = var
             iface.globals.append(var)
         index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
-                     e.u32c(3))
-        quads = e.op(SpvOp.Load, v4, e.op(SpvOp.AccessChain, b.type_pointer(
-            StorageClass.StorageBuffer, v4), self._wide_view, e.u32c(0), index))
+                     e.u32c(words.bit_length() - 1))
+        loaded = e.op(SpvOp.Load, wide, e.op(SpvOp.AccessChain, b.type_pointer(
+            StorageClass.StorageBuffer, wide), self._wide_views[key], e.u32c(0), index))
         u2 = b.type_vector(e.u32, 2)
-        words = []
-        for i in range(4):
-            pair = e.op(SpvOp.Bitcast, u2, e.op(SpvOp.CompositeExtract, e.u64, quads, i))
-            words += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32,
-                                                             pair, w)) for w in range(2)]
-        return words
+        quads = [loaded] if words == 2 else [e.op(SpvOp.CompositeExtract, e.u64, loaded, i)
+                                             for i in range(4)]
+        out = []
+        for quad in quads:
+            pair = e.op(SpvOp.Bitcast, u2, quad)
+            out += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, pair,
+                                                           w)) for w in range(2)]
+        return out
 
     def build(self) -> SpirvKernel:
         iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
@@ -491,8 +497,10 @@ class _Generator:
         def direct_broadcast() -> None:
             """The direct variant sharing A through the subgroup: per block of `lanes` k
             values, lane j loads A[row, k0 + j] for each of its RM rows (one load per row
-            instead of `lanes`), and OpGroupNonUniformBroadcast hands every lane each k's
-            value; B is read per lane and k. Leftover k values run as in `direct`."""
+            instead of `lanes`; with `a_wide`, 2 * lanes k values and lane j's two from one u64
+            load), and OpGroupNonUniformBroadcast hands every lane each k's value; B is read
+            per lane and k (with `b_wide`, the lane's 8 columns from one u64vec4 load).
+            Leftover k values run one at a time."""
             iface.e.b.capability(Capability.GroupNonUniform)
             iface.e.b.capability(Capability.GroupNonUniformBallot)
             lanes = threads_n
@@ -500,7 +508,8 @@ class _Generator:
                     for r in range(t.rm)]
             cols = [below(col_of(s), n_size)
                     for s in range(t.rn)]
-            full = e.op(SpvOp.SDiv, e.i32, k_size, e.i32c(lanes))
+            span = 2 * lanes if t.a_wide else lanes    # k values per block
+            full = e.op(SpvOp.SDiv, e.i32, k_size, e.i32c(span))
             # B_wide: the lane's first column, clamped (N is a multiple of 8, so a block is
             # wholly inside or wholly outside).
             start = e.glsl(e.i32, GLSLstd450.SMin, col_of(0),
@@ -508,29 +517,36 @@ class _Generator:
 
             def b_row(k_j: int) -> list[int]:
                 if t.b_wide:
-                    return self._load_words8(kernel.inputs[c.b], iface.operand_offset(
-                        kernel.inputs[c.b], loops_at(e.i32c(0), start, k_j)), acc_t)
+                    return self._load_wide(kernel.inputs[c.b], iface.operand_offset(
+                        kernel.inputs[c.b], loops_at(e.i32c(0), start, k_j)), 8, acc_t)
                 return [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
                         for s in range(t.rn)]
 
             def block(kb: int) -> None:
-                k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(lanes))
-                own = [self._loaded(c.a, loops_at(rows[r], e.i32c(0),
-                                                  e.op(SpvOp.IAdd, e.i32, k0, tx)))
-                       for r in range(t.rm)]
+                k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(span))
+                if t.a_wide:  # lane l holds k0 + 2l and k0 + 2l + 1
+                    mine = e.op(SpvOp.IAdd, e.i32, k0, e.op(SpvOp.IMul, e.i32, tx, e.i32c(2)))
+                    own = [self._load_wide(kernel.inputs[c.a], iface.operand_offset(
+                        kernel.inputs[c.a], loops_at(rows[r], e.i32c(0), mine)), 2, acc_t)
+                        for r in range(t.rm)]
+                else:
+                    own = [[self._loaded(c.a, loops_at(rows[r], e.i32c(0),
+                                                       e.op(SpvOp.IAdd, e.i32, k0, tx)))]
+                           for r in range(t.rm)]
+                per_lane = len(own[0])
                 current = [[e.load(acc_t, var) for var in row] for row in accs]
-                for j in range(lanes):
+                for j in range(span):
                     b_vals = b_row(e.op(SpvOp.IAdd, e.i32, k0, e.i32c(j)))
                     for r in range(t.rm):
                         a = e.op(SpvOp.GroupNonUniformBroadcast, acc_t, e.u32c(Scope.Subgroup),
-                                 own[r], e.u32c(j))
+                                 own[r][j % per_lane], e.u32c(j // per_lane))
                         for s in range(t.rn):
                             current[r][s] = mac(current[r][s], a, b_vals[s])
                 for r in range(t.rm):
                     for s in range(t.rn):
                         e.store(accs[r][s], current[r][s])
             emit_loop(e, full, block)
-            done = e.op(SpvOp.IMul, e.i32, full, e.i32c(lanes))
+            done = e.op(SpvOp.IMul, e.i32, full, e.i32c(span))
 
             def tail(i: int) -> None:
                 kk = e.op(SpvOp.IAdd, e.i32, done, i)
