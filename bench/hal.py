@@ -2,10 +2,12 @@
 
     .venv/bin/python bench/hal.py [--elements N] [--reps N]
 
-Prints two tables. First, one large elementwise dispatch (c = a * b + 1 over N f32) on
-local-sync and on local-task with 1 and 2 workers: median seconds per dispatch (submit + wait)
-the speed-up over local-sync, and how many cores the process kept busy meanwhile (CPU seconds
-per wall second: above 1 only when workers really run at once). Second, per Vulkan device, the median time of submit + wait
+Prints three tables. First, one large elementwise dispatch (c = a * b + 1 over N f32, memory
+bound) on local-sync and on local-task with 1 and 2 workers: median seconds per dispatch
+(submit + wait), the speed-up over local-sync, and how many cores the process kept busy
+meanwhile (CPU seconds per wall second: above 1 only when threads really run at once).
+Second, the same for a compute-bound program (sqrt(atan(cos(sin(tanh(exp(x)))))) over N f32) compiled for the
+cpu target and called whole (upload, dispatch, read-back). Third, per Vulkan device, the median time of submit + wait
 for a small dispatch three ways: a command buffer recorded once and resubmitted with the same
 bindings; one recorded once and resubmitted with a different binding table each time (eight
 sets of buffers in turn); and a command buffer freshly recorded for every submit.
@@ -98,6 +100,55 @@ def cpu_table(n: int, reps: int) -> None:
         print(f"{label:>24} | {t * 1e3:>7.2f} ms | {speedup:>7.2f}x | {busy:>10.2f}")
 
 
+COMPUTE_BOUND = """
+func.func @main(%a: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %e = tensor.empty() : tensor<{n}xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}}
+      ins(%a : tensor<{n}xf32>) outs(%e : tensor<{n}xf32>) {{
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    %z = math.tanh %y : f32
+    %w = math.sin %z : f32
+    %v = math.cos %w : f32
+    %u = math.atan %v : f32
+    %t = math.sqrt %u : f32
+    linalg.yield %t : f32
+  }} -> tensor<{n}xf32>
+  return %r : tensor<{n}xf32>
+}}
+"""
+
+
+def cpu_call_table(n: int, reps: int) -> None:
+    """Whole calls of a compute-bound program: where the task system's threads pay off."""
+    import irtk
+    from hal_cpu import create_sync_driver, create_task_driver
+
+    vmfb = irtk.compile_str(COMPUTE_BOUND.format(n=n), target="cpu")
+    x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    expected = np.sqrt(np.arctan(np.cos(np.sin(np.tanh(np.exp(x.astype(np.float64)))))))
+    rows, base = [], None
+    for label, make in [("local-sync", lambda: create_sync_driver().create_device(0)),
+                        ("local-task, 1 worker",
+                         lambda: create_task_driver(worker_count=1).create_device(0)),
+                        ("local-task, 2 workers",
+                         lambda: create_task_driver(worker_count=2).create_device(0))]:
+        device = make()
+        module = irtk.load(vmfb, device=device)
+        t, busy = timed(lambda: module.main(x), reps)
+        assert np.allclose(np.asarray(module.main(x)), expected, rtol=1e-5, atol=1e-6)
+        base = base or t
+        rows.append((label, t, base / t, busy))
+        del module
+        device.release()
+    print(f"\nsqrt(atan(cos(sin(tanh(exp(x)))))) over {n} f32 (a whole call of a program compiled for cpu)")
+    print(f"{'device':>24} | {'median':>10} | {'speed-up':>8} | {'cores busy':>10}")
+    print("-" * 63)
+    for label, t, speedup, busy in rows:
+        print(f"{label:>24} | {t * 1e3:>7.2f} ms | {speedup:>7.2f}x | {busy:>10.2f}")
+
+
 def vulkan_table(reps: int) -> None:
     try:
         from hal_vulkan.driver import create_driver
@@ -144,6 +195,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
     cpu_table(args.elements, max(3, args.reps // 4))
+    cpu_call_table(args.elements, max(3, args.reps // 4))
     vulkan_table(args.reps)
 
 
