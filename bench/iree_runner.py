@@ -1,6 +1,10 @@
 """Time one IREE function call, for bench/ scripts; run with the Python of an environment that has
 iree-base-compiler and iree-base-runtime (never irtk's own). Prints one JSON line.
 
+IREE compiles for its best target on each device: `--iree-vulkan-target=llvmpipe` on lavapipe
+(subgroup size 8 and its features); its default Vulkan target elsewhere (an llvmpipe module
+gives wrong answers on SwiftShader, whose subgroup size is 4).
+
     python iree_runner.py --mlir prog.mlir --backend vulkan-spirv --device llvmpipe \
         --shapes 1024x1024xf32,1024xf32 --reps 20
 """
@@ -61,6 +65,8 @@ def main() -> None:
         flags = [f"--iree-hal-target-backends={a.backend}"]
         if a.backend == "llvm-cpu":
             flags.append("--iree-llvmcpu-target-cpu=host")
+        elif a.device == "llvmpipe":
+            flags.append("--iree-vulkan-target=llvmpipe")
         subprocess.run([str(compiler), a.mlir, *flags, "-o", str(vmfb)], check=True)
         device = make_device(a.device)
         config = ireert.Config(device=device)
