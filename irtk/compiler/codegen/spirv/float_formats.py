@@ -15,6 +15,7 @@ Special values follow the type's kind (as MLIR's APFloat does):
 """
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -208,14 +209,15 @@ def round_to(e: Emitter, fmt: FloatFormat, x: int) -> int:
     `decode(encode(x))` gives, in about a fifth of its instructions, because every op on an
     emulated narrow float ends with one of these (two per multiply-add of an f16 matmul).
 
-    In the type's normal range the f32 bits round in place: add half an ulp of the type (less
-    one, plus the kept lowest bit: ties to even) and clear the dropped bits; a carry moves into
-    the exponent as it should. Below the smallest normal 2^emin the type's quantum is fixed,
-    2^(emin - m): `(|x| + c) - c` with c = 2^(emin - m + 23), whose f32 ulp is that quantum,
-    rounds to it (f32 addition rounds to nearest even; NoContraction keeps drivers from
-    folding the pair). Then the type's overflow, NaN and zero rules (module docstring).
-    Where the profile has shaderFloat16, f16 converts natively instead (two instructions; the
-    kernel then needs the feature)."""
+    `(|x| + c) - c` rounds |x| to a multiple of c's f32 ulp (f32 addition rounds to nearest
+    even; NoContraction keeps drivers from folding the pair): with c = 2^(E + 23 - m) for |x|
+    in the binade 2^E, that ulp is the type's 2^(E - m), and c is never less than
+    2^(emin - m + 23), so below the smallest normal the quantum stays the type's fixed
+    2^(emin - m). bf16 shares f32's exponent range, so its bits round in place instead (add
+    half an ulp less one plus the kept lowest bit, clear the dropped bits). Magnitudes from
+    the first that overflows up (inf and NaN included) take the type's overflow, NaN and zero
+    rules (module docstring). Where the profile has shaderFloat16, f16 converts natively
+    instead (two instructions; the kernel then needs the feature)."""
     if fmt.kind == "e8m0":
         return decode(e, fmt, encode(e, fmt, x))
     if fmt.name == "f16" and e.native_float16:
@@ -226,35 +228,46 @@ def round_to(e: Emitter, fmt: FloatFormat, x: int) -> int:
     magnitude = _u(e, Op.BitwiseAnd, bits, u32c(0x7FFFFFFF))
     sign = _u(e, Op.BitwiseAnd, bits, u32c(0x80000000))
     shift = 23 - m
-    rounded = magnitude
-    if shift:
+    emin = 1 - fmt.bias
+    if emin > -126:   # the type's range lies inside f32's normal range
+        binade = _u(e, Op.BitwiseAnd, magnitude, u32c(0x7F800000))
+        c_bits = e.glsl(e.u32, GLSLstd450.UMax, _u(e, Op.IAdd, binade, u32c(shift << 23)),
+                        u32c(_f32_bits(2.0 ** (emin - m + 23))))
+        c = e.op(Op.Bitcast, e.f32, c_bits)
+        absolute = e.op(Op.Bitcast, e.f32, magnitude)
+        rounded = e.f32_bits(e.exact_op(Op.FSub, e.f32,
+                                        e.exact_op(Op.FAdd, e.f32, absolute, c), c))
+    else:
         odd = _u(e, Op.BitwiseAnd, _u(e, Op.ShiftRightLogical, magnitude, u32c(shift)),
                  u32c(1))
         rounded = _u(e, Op.BitwiseAnd,
                      _u(e, Op.IAdd, magnitude, _u(e, Op.IAdd, odd, u32c((1 << (shift - 1)) - 1))),
                      u32c(~((1 << shift) - 1)))
-    emin = 1 - fmt.bias
-    if emin > -126:   # the type has subnormals that are normal f32 numbers
-        c = e.f32c(2.0 ** (emin - m + 23))
-        absolute = e.op(Op.Bitcast, e.f32, magnitude)
-        small = e.exact_op(Op.FSub, e.f32, e.exact_op(Op.FAdd, e.f32, absolute, c), c)
-        subnormal = e.op(Op.ULessThan, e.bool, magnitude, u32c(_f32_bits(2.0 ** emin)))
-        rounded = e.select(e.u32, subnormal, e.f32_bits(small), rounded)
-    overflow_value = {"ieee": 0x7F800000, "fn": None, "fnuz": None,
-                      "finite": _f32_bits(fmt.value(fmt.max_bits))}[fmt.kind]
-    max_bits = u32c(_f32_bits(fmt.value(fmt.max_bits)))
-    overflow = e.op(Op.UGreaterThan, e.bool, rounded, max_bits)
-    nan = e.op(Op.UGreaterThan, e.bool, magnitude, u32c(0x7F800000))
-    if overflow_value is not None:
-        rounded = e.select(e.u32, overflow, u32c(overflow_value), rounded)
+    big = e.op(Op.UGreaterThanEqual, e.bool, magnitude, u32c(_overflow_threshold(fmt)))
+    if fmt.kind == "ieee":   # inf, keeping a NaN's bits
+        rounded = e.select(e.u32, big, e.glsl(e.u32, GLSLstd450.UMax, magnitude,
+                                              u32c(0x7F800000)), rounded)
+    elif fmt.kind == "finite":   # saturate
+        rounded = e.select(e.u32, big, u32c(_f32_bits(fmt.value(fmt.max_bits))), rounded)
     if fmt.kind == "fnuz":   # no negative zero
         sign = e.select(e.u32, e.op(Op.IEqual, e.bool, rounded, u32c(0)), u32c(0), sign)
     value = e.op(Op.Bitcast, e.f32, _u(e, Op.BitwiseOr, rounded, sign))
     if fmt.kind == "finite":   # NaN is not representable: +0
+        nan = e.op(Op.UGreaterThan, e.bool, magnitude, u32c(0x7F800000))
         return e.select(e.f32, nan, e.f32c(0.0), value)
-    if overflow_value is None:   # fn, fnuz: overflow and inf are NaN too
-        nan = e.or_(nan, overflow)
-    return e.select(e.f32, nan, e.f32c(float("nan")), value)
+    if fmt.kind in ("fn", "fnuz"):   # overflow, inf and NaN are all NaN
+        return e.select(e.f32, big, e.f32c(float("nan")), value)
+    return value
+
+
+def _overflow_threshold(fmt: FloatFormat) -> int:
+    """f32 bits of the smallest magnitude that rounds past the type's largest finite value:
+    the midpoint above it, which rounds up (ties to even) unless that value's last mantissa
+    bit is 0 (f8E4M3FN's 448 = 1.110b x 2^8)."""
+    top = fmt.value(fmt.max_bits)
+    half_ulp = 2.0 ** (math.floor(math.log2(top)) - fmt.mantissa_bits - 1)
+    midpoint = _f32_bits(top + half_ulp)
+    return midpoint + 1 if fmt.max_bits % 2 == 0 else midpoint
 
 
 def _f32_bits(value: float) -> int:
