@@ -15,7 +15,10 @@ when an IREE environment is given (`--iree-python`, see bench/iree_runner.py):
 Prints one table: the best over R runs (on a shared machine the slowest runs measure the load,
 not the code) of the median over N calls of the kernel's device time (timestamp queries around
 the dispatch) and wall time (submit, wait), and of the whole call; the strategy codegen chose
-for the kernel; the largest error of both results against numpy in float64.
+for the kernel; the largest error of both results against numpy in float64. Kernel and call
+runs alternate: on the 2-core machine a process that takes a core for a while makes the
+software drivers' dispatches up to twice as slow, and measuring all kernel runs before all call
+runs once read as a gap between the two that the code did not have.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -129,16 +133,12 @@ def run_on_device(device_name: str, kernel: Kernel, inputs: list[np.ndarray], re
             result.copy())
 
 
-def call_on_device(device_name: str, mlir: str, inputs: list[np.ndarray], reps: int,
-                   runs: int = 1) -> tuple[float, np.ndarray]:
-    """(best over `runs` of the median seconds of a whole call, result) of @main in `mlir`,
-    compiled for the device's profile and called through the runtime's Python API with numpy
-    arguments."""
+def load_call(device_name: str, mlir: str) -> Callable[..., Any]:
+    """@main of `mlir`, compiled for the device's profile and loaded through the runtime's
+    Python API (called with numpy arguments, it returns the result read back)."""
     vmfb = irtk.compile_str(mlir, target="vulkan-spirv", vulkan_target=device_name,
                             filename=f"bench-{device_name}.mlir")
-    module = irtk.load(vmfb, device=f"vulkan://{device_name}")
-    seconds = min(median_time(lambda: module.main(*inputs), reps) for _ in range(runs))
-    return seconds, np.asarray(module.main(*inputs))
+    return irtk.load(vmfb, device=f"vulkan://{device_name}").main
 
 
 def main() -> None:
@@ -175,10 +175,13 @@ def main() -> None:
         np_s = median_time(np_fn, args.reps)
         for device in args.devices.split(","):
             try:
-                kernel_runs = [run_on_device(device, kernel, inputs, args.reps)
-                               for _ in range(runs)]
+                call = load_call(device, mlir)
+                kernel_runs, call_runs = [], []
+                for _ in range(runs):  # alternating, so that a change of load hits both
+                    kernel_runs.append(run_on_device(device, kernel, inputs, args.reps))
+                    call_runs.append(median_time(lambda: call(*inputs), args.reps))
                 strategy, dev_s, wall_s, result = min(kernel_runs, key=lambda r: r[1])
-                call_s, call_result = call_on_device(device, mlir, inputs, args.reps, runs)
+                call_s, call_result = min(call_runs), np.asarray(call(*inputs))
             except Exception as exc:  # noqa: BLE001 - a missing driver is reported, not fatal
                 print(f"{title:<24} | {device:<12} | unavailable: {type(exc).__name__}: {exc}")
                 continue
