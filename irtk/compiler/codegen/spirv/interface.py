@@ -324,6 +324,30 @@ class ShaderInterface:
         return [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, words, i))
                 for i in range(4)]
 
+    def load_wide(self, operand: Operand, offset: int, words: int, scalar_type: int
+                  ) -> list[int]:
+        """`words` (2 or 8) consecutive 32-bit elements from `offset` (a multiple of `words`)
+        with one u64 or u64vec4 load (needs Int64): lavapipe loads per lane and 64-bit
+        component, so 8 words cost 4 loads, not 8, and 2 words one."""
+        e, b = self.e, self.e.b
+        b.capability(Capability.Int64)
+        self.uses_int64 = True
+        wide = e.u64 if words == 2 else b.type_vector(e.u64, 4)
+        view = self.read_only_view(operand.binding, wide, 4 * words)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
+                     e.u32c(words.bit_length() - 1))
+        loaded = e.op(SpvOp.Load, wide, e.op(SpvOp.AccessChain, b.type_pointer(
+            StorageClass.StorageBuffer, wide), view, e.u32c(0), index))
+        u2 = b.type_vector(e.u32, 2)
+        quads = [loaded] if words == 2 else [e.op(SpvOp.CompositeExtract, e.u64, loaded, i)
+                                             for i in range(4)]
+        out = []
+        for quad in quads:
+            pair = e.op(SpvOp.Bitcast, u2, quad)
+            out += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, pair,
+                                                           w)) for w in range(2)]
+        return out
+
     def load_bits(self, operand: Operand, offset: int) -> int:
         """The element's storage bits (u32; a uvec2 for 64-bit types)."""
         e = self.e

@@ -33,7 +33,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from spirv.tables import (BuiltIn, Capability, Decoration, GLSLstd450, Op as SpvOp, Scope,
+from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope,
                           StorageClass)
 
 from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op, Operand
@@ -265,7 +265,6 @@ class _Generator:
         self.kernel, self.c, self.t = kernel, c, t
         self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1))
         self.e = self.iface.e
-        self._wide_views: dict[tuple[int, int], int] = {}
 
     def _loaded(self, which: int, loops: list[int]) -> int:
         """A's or B's element at `loops`, converted to the accumulator type."""
@@ -276,42 +275,6 @@ class _Generator:
         if convert is not None:
             value = emit_typed(self.e, convert, [value], [operand.element_type])
         return value
-
-    def _load_wide(self, operand: Operand, offset: int, words: int, scalar_type: int
-                   ) -> list[int]:
-        """`words` (2 or 8) consecutive 32-bit elements from `offset` (a multiple of `words`)
-        with one u64 or u64vec4 load: lavapipe loads per lane and 64-bit component, so 8 words
-        cost 4 loads, not 8, and 2 words one."""
-        iface, e = self.iface, self.e
-        b = e.b
-        b.capability(Capability.Int64)
-        iface.uses_int64 = True
-        wide = e.u64 if words == 2 else b.type_vector(e.u64, 4)
-        key = (operand.binding, words)
-        if key not in self._wide_views:
-            block = b.type_struct([b.type_runtime_array(wide, stride=4 * words)])
-            b.decorate(block, Decoration.Block)
-            b.member_decorate(block, 0, Decoration.Offset, 0)
-            b.member_decorate(block, 0, Decoration.NonWritable)
-            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                             StorageClass.StorageBuffer)
-            b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, operand.binding)
-            self._wide_views[key] = var
-            iface.globals.append(var)
-        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
-                     e.u32c(words.bit_length() - 1))
-        loaded = e.op(SpvOp.Load, wide, e.op(SpvOp.AccessChain, b.type_pointer(
-            StorageClass.StorageBuffer, wide), self._wide_views[key], e.u32c(0), index))
-        u2 = b.type_vector(e.u32, 2)
-        quads = [loaded] if words == 2 else [e.op(SpvOp.CompositeExtract, e.u64, loaded, i)
-                                             for i in range(4)]
-        out = []
-        for quad in quads:
-            pair = e.op(SpvOp.Bitcast, u2, quad)
-            out += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, pair,
-                                                           w)) for w in range(2)]
-        return out
 
     def build(self) -> SpirvKernel:
         iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
@@ -517,7 +480,7 @@ class _Generator:
 
             def b_row(k_j: int) -> list[int]:
                 if t.b_wide:
-                    return self._load_wide(kernel.inputs[c.b], iface.operand_offset(
+                    return iface.load_wide(kernel.inputs[c.b], iface.operand_offset(
                         kernel.inputs[c.b], loops_at(e.i32c(0), start, k_j)), 8, acc_t)
                 return [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
                         for s in range(t.rn)]
@@ -526,7 +489,7 @@ class _Generator:
                 k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(span))
                 if t.a_wide:  # lane l holds k0 + 2l and k0 + 2l + 1
                     mine = e.op(SpvOp.IAdd, e.i32, k0, e.op(SpvOp.IMul, e.i32, tx, e.i32c(2)))
-                    own = [self._load_wide(kernel.inputs[c.a], iface.operand_offset(
+                    own = [iface.load_wide(kernel.inputs[c.a], iface.operand_offset(
                         kernel.inputs[c.a], loops_at(rows[r], e.i32c(0), mine)), 2, acc_t)
                         for r in range(t.rm)]
                 else:

@@ -451,23 +451,7 @@ class _Generator:
         scalar = e.scalar_type(operand.element_type)
         if self.layout.group == 4:
             return iface.load_vector4(operand, offset, scalar)
-        b = e.b
-        b.capability(Capability.Int64)
-        iface.uses_int64 = True
-        v4 = b.type_vector(e.u64, 4)
-        view = iface.read_only_view(operand.binding, v4, 32)
-        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
-                     e.u32c(3))
-        ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
-                   view, e.u32c(0), index)
-        quads = e.op(SpvOp.Load, v4, ptr)
-        u2 = b.type_vector(e.u32, 2)
-        out = []
-        for i in range(4):
-            pair = e.op(SpvOp.Bitcast, u2, e.op(SpvOp.CompositeExtract, e.u64, quads, i))
-            out += [e.op(SpvOp.Bitcast, scalar, e.op(SpvOp.CompositeExtract, e.u32, pair, w))
-                    for w in range(2)]
-        return out
+        return iface.load_wide(operand, offset, 8, scalar)
 
     def _loops(self, indices: dict[int, int], r: int) -> list[int]:
         loops = dict(indices)
