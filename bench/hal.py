@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -71,17 +72,19 @@ def record(device: Device, program: programs.Program, refs, capacity: int = 0):
     return cb
 
 
-def cpu_table(n: int, reps: int) -> None:
+def cpu_devices() -> list[tuple[str, Callable[[], Device]]]:
+    """(label, factory) of the CPU devices the tables compare."""
     from hal_cpu import create_sync_driver, create_task_driver
+    return [("local-sync", lambda: create_sync_driver().create_device(0)),
+            ("local-task, 1 worker", lambda: create_task_driver(worker_count=1).create_device(0)),
+            ("local-task, 2 workers", lambda: create_task_driver(worker_count=2).create_device(0))]
 
+
+def cpu_table(n: int, reps: int) -> None:
     rng = np.random.default_rng(0)
     rows = []
     base = None
-    for label, make in [("local-sync", lambda: create_sync_driver().create_device(0)),
-                        ("local-task, 1 worker",
-                         lambda: create_task_driver(worker_count=1).create_device(0)),
-                        ("local-task, 2 workers",
-                         lambda: create_task_driver(worker_count=2).create_device(0))]:
+    for label, make in cpu_devices():
         device = make()
         program = programs.load(device, n)
         bufs = mul_add_buffers(device, n, rng)
@@ -123,17 +126,12 @@ func.func @main(%a: tensor<{n}xf32>) -> tensor<{n}xf32> {{
 def cpu_call_table(n: int, reps: int) -> None:
     """Whole calls of a compute-bound program: where the task system's threads pay off."""
     import irtk
-    from hal_cpu import create_sync_driver, create_task_driver
 
     vmfb = irtk.compile_str(COMPUTE_BOUND.format(n=n), target="cpu")
     x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
     expected = np.sqrt(np.arctan(np.cos(np.sin(np.tanh(np.exp(x.astype(np.float64)))))))
     rows, base = [], None
-    for label, make in [("local-sync", lambda: create_sync_driver().create_device(0)),
-                        ("local-task, 1 worker",
-                         lambda: create_task_driver(worker_count=1).create_device(0)),
-                        ("local-task, 2 workers",
-                         lambda: create_task_driver(worker_count=2).create_device(0))]:
+    for label, make in cpu_devices():
         device = make()
         module = irtk.load(vmfb, device=device)
         t, busy = timed(lambda: module.main(x), reps)

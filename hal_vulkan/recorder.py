@@ -88,17 +88,8 @@ class Recording(Resource):
                 assert isinstance(d, ResolvedDispatch)
                 for number, resolved in zip(numbers, d.bindings):
                     what = f"dispatch '{d.command.name}' (command {index}) binding {number}"
-                    offset, rng = descriptor_range(self.device, resolved, what)
-                    info, write = infos[i], writes[i]
-                    info.buffer = resolved.buffer.vk_buffer
-                    info.offset = offset
-                    info.range = rng
-                    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-                    write.dstSet = dst_set
-                    write.dstBinding = number
-                    write.descriptorCount = 1
-                    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                    write.pBufferInfo = infos + i
+                    fill_descriptor_write(self.device, infos, writes, i, dst_set, number,
+                                          resolved, what)
                     i += 1
             vk.lib.vkUpdateDescriptorSets(self.device.handle, count, writes, 0, vk.ffi.NULL)
             del infos
@@ -110,6 +101,24 @@ class Recording(Resource):
             self.timestamps.destroy()
         vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
         self.device.tracker.destroyed("VkCommandBuffer")
+
+
+def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int, dst_set: Any,
+                          number: int, resolved: ResolvedBinding, what: str) -> None:
+    """Fill `writes[i]` (a storage-buffer write of binding `number` in `dst_set`, NULL for a
+    push descriptor) and the `infos[i]` it points at, in place through cffi: the `vulkan`
+    binding's generic struct constructors cost more than the Vulkan calls themselves."""
+    offset, rng = descriptor_range(device, resolved, what)
+    info, write = infos[i], writes[i]
+    info.buffer = resolved.buffer.vk_buffer
+    info.offset = offset
+    info.range = rng
+    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+    write.dstSet = dst_set
+    write.dstBinding = number
+    write.descriptorCount = 1
+    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+    write.pBufferInfo = infos + i
 
 
 _BARRIERS: dict[tuple[int, int], Any] = {}
@@ -216,17 +225,9 @@ class Recorder:
                 self.recording.arena.allocate(ep.set_layout)
             for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
-                offset, rng = descriptor_range(self.device, resolved, what)
-                info, write = infos[i], writes[i]
-                info.buffer = resolved.buffer.vk_buffer
-                info.offset = offset
-                info.range = rng
-                write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-                write.dstSet = vk.ffi.NULL if dst_set is None else dst_set
-                write.dstBinding = number
-                write.descriptorCount = 1
-                write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                write.pBufferInfo = infos + i
+                fill_descriptor_write(self.device, infos, writes, i,
+                                      vk.ffi.NULL if dst_set is None else dst_set, number,
+                                      resolved, what)
             if ep.push_descriptors:
                 self.device.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
                                                 ep.pipeline_layout, 0, count, writes)
