@@ -53,20 +53,31 @@ def test_every_bit_pattern_decodes_exactly(vulkan, kind):
     _close_or_flushed(got[~nan], expected[~nan])
 
 
+def rounding_samples(kind: str, rng: np.random.Generator) -> np.ndarray:
+    """f32 values (as float64) that probe rounding to `kind`: every finite value of the type,
+    every tie between neighbours and one f32 ulp either side of it, random values across and
+    beyond its range, and the specials (f32 denormals left out: drivers may flush them)."""
+    fmt = FORMATS[kind]
+    table = decode(kind, np.arange(1 << fmt.width))
+    finite = np.unique(table[np.isfinite(table) & (np.abs(table) >= F32_TINY)])
+    mids = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)       # exact ties
+    near = np.concatenate([np.nextafter(mids, np.float32(np.inf)),
+                           np.nextafter(mids, np.float32(-np.inf)), mids])
+    top = float(np.max(finite))
+    samples = np.concatenate([
+        finite, near, rng.uniform(-2 * top, 2 * top, 500),
+        rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300),
+        [np.inf, -np.inf, np.nan, 0.0, -0.0, top * 1.5, -top * 4]])
+    with np.errstate(over="ignore"):   # bf16's top * 4 is past f32: it becomes inf
+        x = samples.astype(np.float32).astype(np.float64)
+    return x[(np.abs(x) >= F32_TINY) | (x == 0) | ~np.isfinite(x)]
+
+
 @pytest.mark.parametrize("kind", SMALL_FLOATS)
 def test_f32_rounds_to_nearest_even_with_the_format_rules(vulkan, rng, kind):
     """f32 -> truncf -> bitcast -> the stored bits, against a table-lookup reference."""
     fmt = FORMATS[kind]
-    table = decode(kind, np.arange(1 << fmt.width))
-    finite = table[np.isfinite(table) & (np.abs(table) >= F32_TINY)]
-    mids = (np.sort(finite)[1:] + np.sort(finite)[:-1]) / 2          # exact ties
-    top = np.max(finite)
-    samples = np.concatenate([
-        finite, mids, rng.uniform(-2 * top, 2 * top, 500),
-        rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300),
-        [np.inf, -np.inf, np.nan, 0.0, -0.0, top * 1.5, -top * 4]])
-    x = samples.astype(np.float32).astype(np.float64)
-    x = x[(np.abs(x) >= F32_TINY) | (x == 0) | ~np.isfinite(x)]
+    x = rounding_samples(kind, rng)
     n = x.size
     int_type = BITS_TYPE[fmt.width]
     kernel = Kernel(f"encode_{kind}", (n,), [Operand(0, "f32", (n,), identity(1))],
@@ -85,19 +96,7 @@ def test_rounding_in_registers_matches_the_bits_at_every_boundary(vulkan, rng, k
     of float_formats.round_to) is the value of the stored bits, at every tie between two
     neighbouring values and one f32 ulp either side of it, the type's subnormals, overflow
     and the specials."""
-    fmt = FORMATS[kind]
-    table = decode(kind, np.arange(1 << fmt.width))
-    finite = np.unique(table[np.isfinite(table) & (np.abs(table) >= F32_TINY)])
-    mids = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)
-    near = np.concatenate([np.nextafter(mids, np.float32(np.inf)),
-                           np.nextafter(mids, np.float32(-np.inf)), mids])
-    top = float(np.max(finite))
-    samples = np.concatenate([
-        finite, near, rng.uniform(-2 * top, 2 * top, 500),
-        rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300),
-        [np.inf, -np.inf, np.nan, 0.0, -0.0, top * 1.5, -top * 4]])
-    x = samples.astype(np.float32).astype(np.float64)
-    x = x[(np.abs(x) >= F32_TINY) | (x == 0) | ~np.isfinite(x)]
+    x = rounding_samples(kind, rng)
     n = x.size
     kernel = Kernel(f"round_{kind}", (n,), [Operand(0, "f32", (n,), identity(1))],
                     [Operand(1, "f32", (n,), identity(1))],
