@@ -88,16 +88,22 @@ def test_matmul_of_ones_and_point_four_is_the_in_order_sum(vulkan):
 PROFILES = [None, "cpu", "default"]
 
 
+def compiled_for(kernel, profile):
+    """The kernel compiled for `profile` ("cpu": a CPU-device profile without subgroups), or
+    None for the device's own profile (the `vulkan` fixture compiles it)."""
+    if profile == "cpu":
+        return compile_kernel(kernel, VulkanProfile("cpu", cpu_device=True))
+    if profile == "default":
+        return compile_kernel(kernel, VULKAN_PROFILES["default"])
+    return None
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("m, n, k", [(24, 40, 96), (13, 37, 61)])
 def test_matmul_accumulates_from_the_initial_value_in_k_order(vulkan, rng, m, n, k, profile):
     """C starts nonzero and large: adding it first or last gives different f32 results."""
     kernel = matmul(m, n, k)
-    compiled = None
-    if profile == "cpu":
-        compiled = compile_kernel(kernel, VulkanProfile("cpu", cpu_device=True))
-    elif profile == "default":
-        compiled = compile_kernel(kernel, VULKAN_PROFILES["default"])
+    compiled = compiled_for(kernel, profile)
     assert (compiled or vulkan.compile(kernel)).strategy == "matmul"
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
@@ -169,11 +175,7 @@ def test_matmul_with_an_f16_accumulator_rounds_every_step_to_f16(vulkan, rng, pr
     at the end would differ."""
     m, n, k = 24, 40, 200
     kernel = matmul(m, n, k, "f16", "f16")
-    compiled = None
-    if profile == "cpu":
-        compiled = compile_kernel(kernel, VulkanProfile("cpu", cpu_device=True))
-    elif profile == "default":
-        compiled = compile_kernel(kernel, VULKAN_PROFILES["default"])
+    compiled = compiled_for(kernel, profile)
     assert (compiled or vulkan.compile(kernel)).strategy == "matmul"
     a = rng.uniform(0.5, 1.5, (m, k)).astype(np.float16)
     b = rng.uniform(0.0, 0.1, (k, n)).astype(np.float16)
