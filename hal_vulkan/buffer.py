@@ -63,29 +63,28 @@ class VulkanBuffer(Buffer):
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         if length is None:
             length = self.size - offset
-        self._check_range(offset, length)
-        self.device.check()
-        self._check_alive()
-        block = self.resource.block
-        start = self.resource.offset + offset
-        if block.mapping is None:
-            return self.device.transfer.download(self, offset, length)
-        block.flush(start, length, invalidate=True)
-        return bytes(block.mapping[start:start + length])
+        view = self._readable(offset, length)
+        return self.device.transfer.download(self, offset, length) if view is None \
+            else bytes(view)
 
     def read_into(self, out: memoryview, offset: int = 0) -> None:
         """One copy from the mapping into `out` (a result read back into its numpy array)."""
-        length = out.nbytes
+        view = self._readable(offset, out.nbytes)
+        out[:] = self.device.transfer.download(self, offset, out.nbytes) if view is None \
+            else view
+
+    def _readable(self, offset: int, length: int) -> memoryview | None:
+        """The mapped bytes [offset, offset + length) made visible to the host, after the
+        range, device and liveness checks; None where the memory is not mapped (staging)."""
         self._check_range(offset, length)
         self.device.check()
         self._check_alive()
         block = self.resource.block
         if block.mapping is None:
-            out[:] = self.device.transfer.download(self, offset, length)
-            return
+            return None
         start = self.resource.offset + offset
         block.flush(start, length, invalidate=True)
-        out[:] = block.mapping[start:start + length]
+        return block.mapping[start:start + length]
 
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         src = memoryview(data)
