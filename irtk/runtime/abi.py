@@ -15,7 +15,7 @@ import numpy as np
 
 from irtk import hal
 from irtk.errors import InputError
-from irtk.runtime.typed_array import TypedArray
+from irtk.runtime.typed_array import TypedArray, integer_range_error
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,9 @@ def to_typed_array(value: Any, expected: TensorType, where: str) -> TypedArray:
     kinds = "fiub" if et.is_float else "iub"
     if array.dtype.kind not in kinds or not expected.matches(array.shape, et):
         raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
-    if not et.is_float and array.size:
-        bits = et.bit_count
-        lo, hi = int(array.min()), int(array.max())
-        if lo < -(1 << (bits - 1)) or hi >= 1 << bits:
-            bad = lo if lo < -(1 << (bits - 1)) else hi
-            raise InputError(f"{where}: {bad} is out of range for {et.name} "
-                             f"[{-(1 << (bits - 1))}, {(1 << bits) - 1}]")
+    problem = integer_range_error(array, et)
+    if problem is not None:
+        raise InputError(f"{where}: {problem}")
     return TypedArray.from_values(array, et)
 
 

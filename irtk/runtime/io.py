@@ -19,7 +19,7 @@ import numpy as np
 from irtk import hal
 from irtk.errors import InputError
 from irtk.runtime.abi import TensorType
-from irtk.runtime.typed_array import TypedArray
+from irtk.runtime.typed_array import TypedArray, integer_range_error
 
 _SEPARATORS = re.compile(r"[\s,\[\]]+")
 _EXAMPLE = "e.g. 4x2xf32=1,2,3,4,5,6,7,8"
@@ -76,18 +76,12 @@ def _parse_typed(text: str, et: hal.ElementType, shape: tuple[int, ...], type_te
     if len(tokens) not in (0, 1, count):
         raise InputError(f"input '{_clip(text)}': {len(tokens)} values for {type_text} "
                          f"({count} elements)")
-    if et.is_float:
-        parsed: list[Any] = [_parse_element(t, np.dtype(np.float64), type_text) for t in tokens]
-    else:
-        bits = et.bit_count
-        parsed = [_parse_element(t, np.dtype(np.int64), type_text) for t in tokens]
-        for v in parsed:
-            if not -(1 << (bits - 1)) <= v < 1 << bits:
-                raise InputError(f"input {type_text}: {v} is out of range for {et.name} "
-                                 f"[{-(1 << (bits - 1))}, {(1 << bits) - 1}]")
-    if not parsed:
-        parsed = [0]
-    array = np.array(parsed, np.float64 if et.is_float else np.int64)
+    dtype = np.dtype(np.float64 if et.is_float else np.int64)
+    parsed: list[Any] = [_parse_element(t, dtype, type_text) for t in tokens] or [0]
+    array = np.array(parsed, dtype)
+    problem = integer_range_error(array, et)
+    if problem is not None:
+        raise InputError(f"input {type_text}: {problem}")
     return TypedArray.from_values(np.broadcast_to(array, (count,)).reshape(shape), et)
 
 

@@ -16,6 +16,20 @@ from irtk import hal
 from irtk.hal import numerics
 
 
+def integer_range_error(values: np.ndarray, element_type: hal.ElementType) -> str | None:
+    """"5 is out of range for i2 [-2, 3]" when an integer lies outside the type's signed or
+    unsigned range (MLIR's literals may be either), else None."""
+    if element_type.is_float or not values.size:
+        return None
+    bits = element_type.bit_count
+    low, high = -(1 << (bits - 1)), (1 << bits) - 1
+    lo, hi = int(values.min()), int(values.max())
+    if lo >= low and hi <= high:
+        return None
+    return (f"{lo if lo < low else hi} is out of range for {element_type.name} "
+            f"[{low}, {high}]")
+
+
 class TypedArray:
     """Values of `element_type` held in `values` (its `ElementType.value_dtype`)."""
 
