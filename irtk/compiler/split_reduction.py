@@ -10,13 +10,13 @@ reduction loop `r` of extent N into S chunks of C = N / S points (r = s * C + c)
   into its initial value with the same combiner, `combine(current, partial as loaded)`.
 Both are plain reductions, so code generators treat them as any other. The result equals the
 unsplit one up to reassociation, so only kernels that may be reordered split
-(kernel.py, "Reassociation"): integer combiners, float max/min, and float add/mul of an input
-element as loaded. Atomics are never used: the result does not depend on scheduling.
+(kernel.py, "Reassociation"; reductions.py): integer combiners, float max/min, and float
+add/mul of an input element as loaded. Atomics are never used: the result does not depend on
+scheduling.
 
 Which kernels split (`split`): static, no params, one reduction loop and it is the innermost,
-no `linalg.index` of it, every output `combine(current, x)` with a combiner of `IDENTITIES` on
-f32 or i32/index, at most `MAX_POINTS` parallel points and a reduction of at least
-`MIN_LENGTH` points. S is the largest divisor of N with S * points <= `TARGET_GROUPS` and
+no `linalg.index` of it, every output a plain reduction (reductions.py) on f32 or i32/index,
+at most `MAX_POINTS` parallel points and a reduction of at least `MIN_LENGTH` points. S is the largest divisor of N with S * points <= `TARGET_GROUPS` and
 N / S >= `MIN_CHUNK` (no split when that leaves S < 2).
 """
 from __future__ import annotations
@@ -24,21 +24,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from irtk.compiler import reductions
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.reductions import Combiner
 
 MIN_LENGTH = 16384
 MAX_POINTS = 32
 TARGET_GROUPS = 64
 MIN_CHUNK = 2048
-
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-FLOAT_COMBINERS = {"arith.addf": 0.0, "arith.mulf": 1.0, "arith.maximumf": -math.inf,
-                   "arith.minimumf": math.inf, "arith.maxnumf": -math.inf,
-                   "arith.minnumf": math.inf}
-INT_COMBINERS = {"arith.addi": 0, "arith.muli": 1, "arith.andi": -1, "arith.ori": 0,
-                 "arith.xori": 0, "arith.maxsi": INT_MIN, "arith.minsi": INT_MAX,
-                 "arith.maxui": 0, "arith.minui": -1}
-IDENTITIES: dict[str, float | int] = {**FLOAT_COMBINERS, **INT_COMBINERS}
 
 
 @dataclass(frozen=True)
@@ -56,8 +49,8 @@ class Split:
 
 def split(kernel: Kernel) -> Split | None:
     """The split form of `kernel`, or None when it should stay one kernel (module docstring)."""
-    combiner_ops = _combiners(kernel)
-    if combiner_ops is None:
+    terms = _terms(kernel)
+    if terms is None:
         return None
     r = len(kernel.loop_ranges) - 1
     length = kernel.loop_ranges[r]
@@ -90,14 +83,16 @@ def split(kernel: Kernel) -> Split | None:
                             AffineMap.identity(r + 1)) for o, out in enumerate(kernel.outputs)]
     final_outputs = [Operand(n_out + o, out.element_type, out.shape, out.map)
                      for o, out in enumerate(kernel.outputs)]
-    ops = [Op(op.name, (n_out + o, o), kernel.outputs[o].element_type)
-           for o, op in enumerate(combiner_ops)]
+    ops = [Op(t.op.name, (n_out + o, o), kernel.outputs[o].element_type)
+           for o, t in enumerate(terms)]
     final = Kernel(kernel.name, tuple(parallel) + (chunks,), final_inputs, final_outputs, ops,
                    [2 * n_out + o for o in range(n_out)],
                    ("parallel",) * r + ("reduction",))
     partial.validate()
     final.validate()
-    return Split(partial, final, chunks, [IDENTITIES[op.name] for op in combiner_ops])
+    return Split(partial, final, chunks,
+                 [t.identity(kernel.outputs[o].element_type == "f32")
+                  for o, t in enumerate(terms)])
 
 
 def _chunks(length: int, points: int) -> int:
@@ -108,39 +103,12 @@ def _chunks(length: int, points: int) -> int:
     return best
 
 
-def _combiners(kernel: Kernel) -> list[Op] | None:
-    """Each output's combiner when the kernel may split, else None."""
+def _terms(kernel: Kernel) -> list[Combiner] | None:
+    """Each output's combiner and folded value when the kernel may split, else None."""
     r = len(kernel.loop_ranges) - 1
     if r < 0 or not kernel.is_static or kernel.params \
             or kernel.iterator_types != ("parallel",) * r + ("reduction",):
         return None
     if any(op.name == "linalg.index" and op.int_value == r for op in kernel.ops):
         return None
-    n_in, n_out = len(kernel.inputs), len(kernel.outputs)
-    base = n_in + n_out
-    outputs = set(range(n_in, base))
-    depends: dict[int, bool] = {v: v in outputs for v in range(base)}
-    for i, op in enumerate(kernel.ops):
-        depends[base + i] = any(depends[v] for v in op.operands)
-    found = []
-    for o, y in enumerate(kernel.yields):
-        kind = kernel.outputs[o].element_type
-        if y < base:
-            return None
-        op = kernel.ops[y - base]
-        table = FLOAT_COMBINERS if kind == "f32" else INT_COMBINERS \
-            if kind in ("i32", "index") else {}
-        acc = n_in + o
-        if op.name not in table or len(op.operands) != 2 or acc not in op.operands:
-            return None
-        x = op.operands[1] if op.operands[0] == acc else op.operands[0]
-        if depends[x] or any(acc in other.operands for j, other in enumerate(kernel.ops)
-                             if j != y - base):
-            return None
-        # A float sum/product may be reordered only when it adds inputs as loaded.
-        if op.name in ("arith.addf", "arith.mulf") and (
-                x >= n_in or kernel.inputs[x].map is None
-                or kernel.inputs[x].element_type != kind):
-            return None
-        found.append(op)
-    return found
+    return reductions.reduction_terms(kernel, ("f32",), ("i32", "index"))

@@ -1,9 +1,9 @@
 """The reduction strategy: a workgroup per parallel point (or several), accumulated in blocks.
 
 Recognized kernels: at least one reduction loop, and every output yields
-`combine(current, x)` (either operand order) with an associative, commutative combiner from
-`COMBINERS` on f32, f16, bf16 or i32 (index) values, where the output's current value is used
-by nothing else and `x` does not depend on any output. A float add/mul must moreover combine an
+`combine(current, x)` (either operand order) with an associative, commutative combiner of
+`irtk/compiler/reductions.py` on f32, f16, bf16 or i32 (index) values, where the output's
+current value is used by nothing else and `x` does not depend on any output. A float add/mul must moreover combine an
 input element as loaded (`x` is that input's block argument): only such a plain sum/product may
 be reassociated (kernel.py, "Reassociation"); a float sum of values the body computes, such as
 `(x - b) * (x - b)` or a product, goes to the fallback, which keeps the sequential order with
@@ -48,7 +48,9 @@ from dataclasses import dataclass
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
                           Op as SpvOp, Scope, StorageClass)
 
+from irtk.compiler import reductions
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
+from irtk.compiler.reductions import Combiner
 from irtk.compiler.targets import VulkanProfile
 
 from .body import evaluate
@@ -63,36 +65,20 @@ UNROLL = 4
 BLOCK = 16
 MAX_ROWS = 32
 MIN_GROUPS = 32
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 FLOAT_OUTPUTS = ("f32", "f16", "bf16")
 INT_OUTPUTS = ("i32", "index")
 
-# combiner -> (identity for floats, identity for i32, subgroup reduce opcode)
-COMBINERS: dict[str, tuple[float | None, int | None, SpvOp | None]] = {
-    "arith.addf": (0.0, None, SpvOp.GroupNonUniformFAdd),
-    "arith.mulf": (1.0, None, SpvOp.GroupNonUniformFMul),
-    "arith.maximumf": (-math.inf, None, None),
-    "arith.minimumf": (math.inf, None, None),
-    "arith.maxnumf": (-math.inf, None, None),
-    "arith.minnumf": (math.inf, None, None),
-    "arith.addi": (None, 0, SpvOp.GroupNonUniformIAdd),
-    "arith.muli": (None, 1, SpvOp.GroupNonUniformIMul),
-    "arith.andi": (None, -1, SpvOp.GroupNonUniformBitwiseAnd),
-    "arith.ori": (None, 0, SpvOp.GroupNonUniformBitwiseOr),
-    "arith.xori": (None, 0, SpvOp.GroupNonUniformBitwiseXor),
-    "arith.maxsi": (None, INT_MIN, SpvOp.GroupNonUniformSMax),
-    "arith.minsi": (None, INT_MAX, SpvOp.GroupNonUniformSMin),
-    "arith.maxui": (None, 0, SpvOp.GroupNonUniformUMax),
-    "arith.minui": (None, -1, SpvOp.GroupNonUniformUMin),
+# combiner -> its subgroup reduce opcode, where it has one (identities: irtk/compiler/reductions.py)
+SUBGROUP_OPS: dict[str, SpvOp | None] = {
+    "arith.addf": SpvOp.GroupNonUniformFAdd, "arith.mulf": SpvOp.GroupNonUniformFMul,
+    "arith.maximumf": None, "arith.minimumf": None, "arith.maxnumf": None,
+    "arith.minnumf": None,
+    "arith.addi": SpvOp.GroupNonUniformIAdd, "arith.muli": SpvOp.GroupNonUniformIMul,
+    "arith.andi": SpvOp.GroupNonUniformBitwiseAnd, "arith.ori": SpvOp.GroupNonUniformBitwiseOr,
+    "arith.xori": SpvOp.GroupNonUniformBitwiseXor, "arith.maxsi": SpvOp.GroupNonUniformSMax,
+    "arith.minsi": SpvOp.GroupNonUniformSMin, "arith.maxui": SpvOp.GroupNonUniformUMax,
+    "arith.minui": SpvOp.GroupNonUniformUMin,
 }
-
-
-@dataclass(frozen=True)
-class Combiner:
-    """One output's reduction: its combiner op and the body value `x` it folds in."""
-
-    op: Op
-    x: int
 
 
 def combiners(kernel: Kernel) -> list[Op] | None:
@@ -103,52 +89,8 @@ def combiners(kernel: Kernel) -> list[Op] | None:
 
 def reduction_terms(kernel: Kernel) -> list[Combiner] | None:
     """Each output's combiner and folded value, or None when the kernel is not a plain
-    reduction this strategy may reorder."""
-    if not kernel.reduction_dims:
-        return None
-    n_in, n_out = len(kernel.inputs), len(kernel.outputs)
-    base = n_in + n_out
-    outputs = set(range(n_in, base))
-    depends: dict[int, set[int]] = {v: ({v} if v in outputs else set()) for v in range(base)}
-    for i, op in enumerate(kernel.ops):
-        depends[base + i] = set().union(*(depends[v] for v in op.operands)) if op.operands \
-            else set()
-    found = []
-    for o, y in enumerate(kernel.yields):
-        if y < base:
-            return None
-        op = kernel.ops[y - base]
-        kind = kernel.outputs[o].element_type
-        identity = COMBINERS.get(op.name)
-        if identity is None or kind not in FLOAT_OUTPUTS + INT_OUTPUTS or len(op.operands) != 2:
-            return None
-        if (identity[0] if kind in FLOAT_OUTPUTS else identity[1]) is None:
-            return None
-        acc = n_in + o
-        if acc not in op.operands:
-            return None
-        x = op.operands[1] if op.operands[0] == acc else op.operands[0]
-        if depends[x]:
-            return None
-        if not reassociable(kernel, op, x):
-            return None
-        # The current value feeds only the combiner.
-        if any(acc in other.operands for j, other in enumerate(kernel.ops) if j != y - base):
-            return None
-        found.append(Combiner(op, x))
-    return found
-
-
-def reassociable(kernel: Kernel, op: Op, x: int) -> bool:
-    """Whether combining in any order is allowed (kernel.py, "Reassociation"): always for
-    integers and float max/min; for a float add/mul only when the addend is an input element
-    as loaded (a plain sum/product), never a value the body computes, whose sequential order
-    the result must keep (each step rounded)."""
-    if op.name not in ("arith.addf", "arith.mulf"):
-        return True
-    if x >= len(kernel.inputs) or kernel.inputs[x].map is None:
-        return False
-    return kernel.inputs[x].element_type == kernel.value_type(op.operands[0])
+    reduction this strategy may reorder (f32, f16, bf16, i32 or index outputs)."""
+    return reductions.reduction_terms(kernel, FLOAT_OUTPUTS, INT_OUTPUTS)
 
 
 def contiguous_group(kernel: Kernel, group: int) -> bool:
@@ -173,11 +115,6 @@ def contiguous_group(kernel: Kernel, group: int) -> bool:
                                                       if j != inner):
             return False
     return True
-
-
-def contiguous_quads(kernel: Kernel) -> bool:
-    """Four consecutive points per 16-byte load (see `contiguous_group`)."""
-    return contiguous_group(kernel, 4)
 
 
 def rows_per_workgroup(kernel: Kernel) -> int:
@@ -209,7 +146,7 @@ class Plan:
 def plan(kernel: Kernel, profile: VulkanProfile, ops: list[Op]) -> Plan:
     """The layout for `profile` (the per-driver rule is in the module docstring)."""
     if profile.subgroup_size > 1 and profile.subgroup_arithmetic and all(
-            COMBINERS[op.name][2] is not None for op in ops):
+            SUBGROUP_OPS[op.name] is not None for op in ops):
         width = subgroup = profile.subgroup_size
         rows = rows_per_workgroup(kernel)
     else:
@@ -268,8 +205,8 @@ class _Generator:
             for i, op in enumerate(kernel.ops)])
 
     def identity(self, o: int) -> int:
-        f, i, _ = COMBINERS[self.terms[o].op.name]
-        return self.e.f32c(f) if self.kinds[o] == "f32" else self.e.i32c(i)
+        value = self.terms[o].identity(self.kinds[o] == "f32")
+        return self.e.f32c(value) if self.kinds[o] == "f32" else self.e.i32c(int(value))
 
     def combine(self, o: int, a: int, b: int) -> int:
         """a (+) b in the accumulator type (no rounding to a narrower output type)."""
@@ -410,7 +347,7 @@ class _Generator:
     def _subgroup_reduce(self, op: Op, value_type: int, value: int) -> int:
         """The subgroup's combined value (unsigned min/max work on u32)."""
         e = self.e
-        opcode = COMBINERS[op.name][2]
+        opcode = SUBGROUP_OPS[op.name]
         if op.name in ("arith.maxui", "arith.minui"):
             unsigned = e.op(opcode, e.u32, e.u32c(Scope.Subgroup), GroupOperation.Reduce,
                             e.op(SpvOp.Bitcast, e.u32, value))
