@@ -30,6 +30,7 @@ BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANS
 _HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
 _HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+_block_serials = iter(range(1, 1 << 62))
 
 
 class MemoryBlock:
@@ -40,6 +41,8 @@ class MemoryBlock:
         self.device = device
         self.size = size
         self.dedicated = dedicated
+        # Identity of the VkBuffer that a later block never shares (handles may be reused).
+        self.serial = next(_block_serials)
         self.mapping: memoryview | None = None
         self.memory: Any = None
         self.buffer = call(vk.vkCreateBuffer, device.handle, vk.VkBufferCreateInfo(

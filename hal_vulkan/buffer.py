@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from hal_vulkan.allocator import MemoryBlock, VulkanAllocator
     from hal_vulkan.device import VulkanDevice
 
-_serials = iter(range(1, 1 << 62))
-
 
 class BufferResource(Resource):
     """The block range a buffer owns; returned to the allocator once the GPU is done with it."""
@@ -31,7 +29,12 @@ class BufferResource(Resource):
         self.block = block
         self.offset = offset
         self.reserved = reserved
-        self.serial = next(_serials)  # identity that a recycled range never shares
+
+    def location(self, offset: int) -> tuple[int, int]:
+        """What a command recorded for byte `offset` of this range names: the block's VkBuffer
+        (by serial) and the offset in it. A range recycled at the same place names the same,
+        so a recording made for an earlier buffer there serves it unchanged."""
+        return (self.block.serial, self.offset + offset)
 
     def destroy_handles(self) -> None:
         self.allocator.free(self)

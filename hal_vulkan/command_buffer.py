@@ -107,7 +107,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
             entry = table_entry(table, slot, "command buffer", VulkanBuffer)
             if entry.buffer.device is not self.device:
                 raise RuntimeFailure(f"binding-table slot {slot} holds a buffer of another device")
-            part = (entry.buffer.resource.serial, entry.offset, entry.length)
+            part = (*entry.buffer.resource.location(entry.offset), entry.length)
             (key_parts if slot in self._recorded_slots else content_parts).append(part)
             table_resources.append(entry.buffer.resource)
         recording = self._find_recording(tuple(key_parts), tuple(content_parts), table)

@@ -310,3 +310,40 @@ def test_new_binding_tables_rebind_instead_of_rerecording(rebind_device, rng):
         assert len(cb._recordings) == 1 and len(set(recorded)) == 1
     else:  # push descriptors or plain sets: each table is a (cached) recording
         assert len(cb._recordings) <= 4 and len(set(recorded)) > 1
+
+
+def test_a_new_buffer_where_a_released_one_was_reuses_its_recording(rebind_device, rng):
+    """A recording names the block's VkBuffer and an offset, not the HAL buffer: an output
+    allocated where the last call's (released) output was finds the recording made for it,
+    as a host program that allocates its result per call does; a buffer elsewhere does not."""
+    device = rebind_device
+    executable = device.create_executable("vulkan-spirv-fb", mul_add_executable(WG))
+    n = 128
+    cb = device.create_command_buffer(binding_capacity=3)
+    cb.dispatch(executable, 0, groups(n), [n],
+                [BindingRef(None, 0, 4 * n, slot=i) for i in range(3)])
+    cb.finalize()
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    alloc = device.allocator
+    A, B = alloc.allocate_with_data(x[0].tobytes()), alloc.allocate_with_data(x[1].tobytes())
+    expected = x[0].astype(np.float64) * x[1] + 1
+    places, recorded = [], []
+    for _ in range(3):
+        C = alloc.allocate(4 * n)
+        C.write(rng.standard_normal(n).astype(np.float32).tobytes())
+        submit(device, [cb], [[(A, 0, -1), (B, 0, -1), (C, 0, -1)]])
+        np.testing.assert_allclose(f32(C, n), expected, rtol=1e-6, atol=1e-6)
+        places.append(C.resource.location(0))
+        recorded.append(cb._last.handle)
+        C.release()
+        device.collect()
+    assert len(set(places)) == 1, "the allocator should hand out the released range again"
+    assert len(set(recorded)) == 1 and len(cb._recordings) == 1
+    held = alloc.allocate(4 * n)  # takes the recycled range: the next output lands elsewhere
+    C = alloc.allocate(4 * n)
+    submit(device, [cb], [[(A, 0, -1), (B, 0, -1), (C, 0, -1)]])
+    np.testing.assert_allclose(f32(C, n), expected, rtol=1e-6, atol=1e-6)
+    assert C.resource.location(0) != places[0]
+    if not device.update_after_bind:
+        assert cb._last.handle != recorded[0]
+    held.release()
