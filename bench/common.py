@@ -60,8 +60,14 @@ class Iree:
         """Median seconds of a whole IREE call (upload, dispatch, wait, download) of @main
         in `mlir` (text) on `device`, with random f32 inputs of `shapes`
         (`512x512xf32,512x512xf32`)."""
+        return self.times(mlir, device, shapes, reps)[0]
+
+    def times(self, mlir: str, device: str, shapes: str, reps: int
+              ) -> tuple[float | None, float | None]:
+        """`time`'s figure, and the median of the same call with its arguments already on the
+        device (what iree-benchmark-module times): (None, None) without IREE."""
         if not self.python:
-            return None
+            return None, None
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "prog.mlir"
             path.write_text(mlir)
@@ -78,12 +84,13 @@ class Iree:
             lines = (p.stderr or p.stdout).strip().splitlines()
             return self._fail(f"IREE on {device} failed: {lines[-1] if lines else p.returncode}")
         try:
-            return float(json.loads(p.stdout.strip().splitlines()[-1])["seconds"])
+            figures = json.loads(p.stdout.strip().splitlines()[-1])
+            return float(figures["seconds"]), float(figures["resident"])
         except (IndexError, ValueError, KeyError, TypeError):
             return self._fail(f"IREE on {device} printed no timing: {p.stdout[-200:]!r}")
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str) -> tuple[None, None]:
         if reason not in self._said:
             self._said.add(reason)
             print(f"note: IREE figure n/a: {reason}", file=sys.stderr)
-        return None
+        return None, None

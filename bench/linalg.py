@@ -7,7 +7,10 @@ when an IREE environment is given (`--iree-python`, see bench/iree_runner.py):
   linalg.generic row sum), compiled by irtk's compiler for the device's profile
   (`--vulkan-target`) and called through the runtime's Python API with numpy inputs, the
   result read back: arguments uploaded, dispatches, wait, download. IREE's figure is the same
-  whole call.
+  whole call;
+- a resident call: the same call with its arguments already on the device (buffer views made
+  once), the result still read back: what iree-benchmark-module times, and IREE's second
+  figure.
 
     .venv/bin/python bench/linalg.py [--iree-python PATH] [--reps N] [--runs R] [--devices a,b]
                                      [--only matmul|row-sum]
@@ -27,13 +30,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import irtk  # noqa: E402
+from irtk import hal  # noqa: E402
 from common import Iree, median_time, ms  # noqa: E402
 from irtk.compiler.codegen.spirv import (EXECUTABLE_FORMAT, compile_kernel,  # noqa: E402
                                          pack_executable)
@@ -133,12 +137,20 @@ def run_on_device(device_name: str, kernel: Kernel, inputs: list[np.ndarray], re
             result.copy())
 
 
-def load_call(device_name: str, mlir: str) -> Callable[..., Any]:
+def load_call(device_name: str, mlir: str) -> Any:
     """@main of `mlir`, compiled for the device's profile and loaded through the runtime's
-    Python API (called with numpy arguments, it returns the result read back)."""
+    Python API (called with numpy arguments or buffer views, it returns the result read
+    back)."""
     vmfb = irtk.compile_str(mlir, target="vulkan-spirv", vulkan_target=device_name,
                             filename=f"bench-{device_name}.mlir")
     return irtk.load(vmfb, device=f"vulkan://{device_name}").main
+
+
+def on_device(call: Any, arrays: list[np.ndarray]) -> list[hal.BufferView]:
+    """The arrays as buffer views on the call's device (uploaded once)."""
+    device = call.module.device
+    return [hal.BufferView(device.allocator.allocate_with_data(a.tobytes()), a.shape,
+                           hal.ElementType.from_numpy(a.dtype)) for a in arrays]
 
 
 def main() -> None:
@@ -166,8 +178,8 @@ def main() -> None:
     if args.only:
         cases = [c for c in cases if c[0].startswith(args.only.replace("-", " "))]
     header = (f"{'kernel':<24} | {'device':<12} | {'strategy':<10} | {'device ms':>10} | "
-              f"{'wall ms':>9} | {'irtk call ms':>12} | {'numpy ms':>9} | {'IREE ms':>8} | "
-              f"{'max error':>9}")
+              f"{'wall ms':>9} | {'call ms':>8} | {'resident':>8} | {'numpy ms':>9} | "
+              f"{'IREE call':>9} | {'IREE res.':>9} | {'max error':>9}")
     print(header)
     print("-" * len(header))
     runs = max(1, args.runs)
@@ -176,21 +188,23 @@ def main() -> None:
         for device in args.devices.split(","):
             try:
                 call = load_call(device, mlir)
-                kernel_runs, call_runs = [], []
-                for _ in range(runs):  # alternating, so that a change of load hits both
+                views = on_device(call, inputs)
+                kernel_runs, call_runs, resident_runs = [], [], []
+                for _ in range(runs):  # alternating, so that a change of load hits all
                     kernel_runs.append(run_on_device(device, kernel, inputs, args.reps))
                     call_runs.append(median_time(lambda: call(*inputs), args.reps))
+                    resident_runs.append(median_time(lambda: call(*views), args.reps))
                 strategy, dev_s, wall_s, result = min(kernel_runs, key=lambda r: r[1])
-                call_s, call_result = min(call_runs), np.asarray(call(*inputs))
+                call_s, resident_s = min(call_runs), min(resident_runs)
+                call_results = [np.asarray(call(*inputs)), np.asarray(call(*views))]
             except Exception as exc:  # noqa: BLE001 - a missing driver is reported, not fatal
                 print(f"{title:<24} | {device:<12} | unavailable: {type(exc).__name__}: {exc}")
                 continue
-            error = max(float(np.abs(result - expected).max()),
-                        float(np.abs(call_result - expected).max()))
-            iree_s = iree.time(mlir, f"vulkan://{device}", shapes, args.reps)
+            error = max(float(np.abs(r - expected).max()) for r in [result, *call_results])
+            iree_s, iree_resident_s = iree.times(mlir, f"vulkan://{device}", shapes, args.reps)
             print(f"{title:<24} | {device:<12} | {strategy:<10} | {ms(dev_s, 10)} | "
-                  f"{ms(wall_s, 9)} | {ms(call_s, 12)} | {ms(np_s, 9)} | {ms(iree_s, 8)} | "
-                  f"{error:>9.2e}")
+                  f"{ms(wall_s, 9)} | {ms(call_s, 8)} | {ms(resident_s, 8)} | {ms(np_s, 9)} | "
+                  f"{ms(iree_s, 9)} | {ms(iree_resident_s, 9)} | {error:>9.2e}")
 
 
 if __name__ == "__main__":
