@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
 
 DEFAULT_BLOCK_SIZE = 64 << 20
+# Uniform texel buffer: executables may read bindings through buffer views (recorder.py).
 BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+                | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT)
 _HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
 _HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
@@ -105,7 +107,9 @@ class VulkanAllocator(Allocator):
                  block_size: int = DEFAULT_BLOCK_SIZE) -> None:
         self.device = device
         limits = device.physical.limits
-        self.alignment = max(16, int(limits["minStorageBufferOffsetAlignment"]))
+        # Buffers start where a storage buffer or a texel-buffer view may be bound.
+        self.alignment = max(16, int(limits["minStorageBufferOffsetAlignment"]),
+                             int(limits.get("minTexelBufferOffsetAlignment", 16)))
         if not _has_host_visible(device):
             host_mapped = False
         self.host_mapped = True if host_mapped is None else host_mapped

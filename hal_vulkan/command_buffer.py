@@ -84,7 +84,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         self._rebindable = self.device.update_after_bind
         self._recorded_slots = {r.slot for c in self.commands for r in command_refs(c)
                                 if r.is_slot and not (self._rebindable
-                                                      and isinstance(c, Dispatch))}
+                                                      and isinstance(c, Dispatch)
+                                                      and c.entry.update_after_bind)}
         self._direct = self.direct_buffers()
         executables = {id(c.executable): c.executable for c in self.commands
                        if isinstance(c, Dispatch)}

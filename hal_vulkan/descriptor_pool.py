@@ -38,6 +38,8 @@ class DescriptorPoolCache:
             sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, flags=flags,
             maxSets=SETS_PER_POOL,
             pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                descriptorCount=DESCRIPTORS_PER_POOL),
+                        vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
                                                 descriptorCount=DESCRIPTORS_PER_POOL)]), None)
         self.device.tracker.created("VkDescriptorPool")
         self._all.append(pool)

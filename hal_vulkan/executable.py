@@ -1,7 +1,8 @@
 """Executables of format "vulkan-spirv-fb": shader modules turned into compute pipelines.
 
 Requirements are checked before any Vulkan object exists. Each entry point gets its own
-descriptor set layout (storage buffers at set 0, bindings as declared; a push-descriptor layout
+descriptor set layout (storage or uniform texel buffers at set 0, bindings as declared; a
+push-descriptor layout
 when the device has VK_KHR_push_descriptor) and pipeline layout (one push-constant range of
 push_constant_count words). All pipelines are created in one vkCreateComputePipelines call
 through the device's persistent pipeline cache; the shader modules are destroyed right after.
@@ -40,6 +41,12 @@ class EntryPoint:
     push_constant_count: int
     workgroup_size: tuple[int, int, int]
     push_descriptors: bool
+    texel_bindings: frozenset[int] = frozenset()  # bound as uniform texel buffers
+
+    @property
+    def update_after_bind(self) -> bool:
+        """Whether its descriptor sets may be rewritten after bind: storage buffers only."""
+        return not self.push_descriptors and not self.texel_bindings
 
 
 class ExecutableResource(Resource):
@@ -147,18 +154,27 @@ def _build(device: VulkanDevice, spec: ExecutableSpec,
             tracker.destroyed("VkShaderModule")
     return [EntryPoint(e.name, res.pipelines[i], res.pipeline_layouts[i], res.set_layouts[i],
                        tuple(b.binding for b in e.bindings), e.push_constant_count,
-                       e.workgroup_size, push_flags[i])
+                       e.workgroup_size, push_flags[i],
+                       frozenset(b.binding for b in e.bindings if b.texel))
             for i, e in enumerate(spec.entry_points)]
+
+
+def descriptor_type(texel: bool) -> int:
+    return vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER if texel else \
+        vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 
 
 def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[Any, Any]:
     handle, tracker = device.handle, device.tracker
     bindings = [vk.VkDescriptorSetLayoutBinding(
-        binding=b.binding, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        binding=b.binding, descriptorType=descriptor_type(b.texel),
         descriptorCount=1, stageFlags=_COMPUTE) for b in entry.bindings]
     flags = vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if push else 0
     binding_flags = None
-    if device.update_after_bind and not push and bindings:
+    # Texel-buffer sets are written once per recording (update-after-bind of texel buffers
+    # is a feature of its own, and their views belong to the recording).
+    if device.update_after_bind and not push and bindings and \
+            not any(b.texel for b in entry.bindings):
         flags = SET_LAYOUT_UPDATE_AFTER_BIND_POOL
         binding_flags = vk.VkDescriptorSetLayoutBindingFlagsCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO,

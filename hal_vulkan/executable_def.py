@@ -18,6 +18,8 @@ from irtk.hal.executable import ExecutableRequirements
 from schemas import VULKAN_EXECUTABLE_IDENTIFIER, vulkan_executable
 
 SPIRV_MAGIC = 0x07230203
+_BINDING_KINDS = (vulkan_executable.BindingKind.StorageBuffer,
+                  vulkan_executable.BindingKind.UniformTexelBuffer)
 MAX_PUSH_CONSTANT_WORDS = 64  # 256 bytes, the largest maxPushConstantsSize in practice
 
 # The schema's shape, for the bounds-checking walk: field -> (vtable slot, kind).
@@ -30,7 +32,7 @@ _SHAPE: dict[str, dict[str, tuple[int, str]]] = {
     "EntryPointDef": {"name": (0, "string"), "shader_module": (1, "<I"),
                       "workgroup_size": (2, "[u32]"), "bindings": (3, "[BindingDef]"),
                       "push_constant_count": (4, "<I")},
-    "BindingDef": {"binding": (0, "<I"), "read_only": (1, "<B")},
+    "BindingDef": {"binding": (0, "<I"), "read_only": (1, "<B"), "kind": (2, "<B")},
     "RequirementsDef": {name: (i, "<B" if i in (1, 2, 3, 4, 5, 11, 12) else "<I")
                         for i, name in enumerate(
         ("subgroup_size", "float16", "float64", "int8", "int16", "int64",
@@ -43,6 +45,7 @@ _SHAPE: dict[str, dict[str, tuple[int, str]]] = {
 class BindingSpec:
     binding: int
     read_only: bool
+    texel: bool = False     # a uniform texel buffer (R32G32B32A32_UINT), not a storage buffer
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,15 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
         size = [int(x) for x in (entry.workgroupSize if entry.workgroupSize is not None else [])]
         if len(size) != 3 or min(size) < 1:
             raise _fail(f"{where}.workgroup_size", f"expected 3 positive sizes, found {size}")
-        bindings = tuple(BindingSpec(int(b.binding), bool(b.readOnly))
-                         for b in (entry.bindings or []))
+        bindings = []
+        for j, b in enumerate(entry.bindings or []):
+            kind = int(b.kind)
+            if kind not in _BINDING_KINDS:
+                raise _fail(f"{where}.bindings[{j}].kind", f"unknown binding kind {kind}")
+            texel = kind == vulkan_executable.BindingKind.UniformTexelBuffer
+            if texel and not b.readOnly:
+                raise _fail(f"{where}.bindings[{j}]", "a texel buffer binding must be read-only")
+            bindings.append(BindingSpec(int(b.binding), bool(b.readOnly), texel))
         numbers = [b.binding for b in bindings]
         if len(set(numbers)) != len(numbers):
             raise _fail(f"{where}.bindings", f"binding numbers repeat: {numbers}")
@@ -190,7 +200,7 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
             raise _fail(f"{where}.push_constant_count",
                         f"{entry.pushConstantCount} words is more than any device allows")
         entries.append(EntryPointSpec(name, int(entry.shaderModule), (size[0], size[1], size[2]),
-                                      bindings, int(entry.pushConstantCount)))
+                                      tuple(bindings), int(entry.pushConstantCount)))
     if not entries:
         raise _fail("entry_points", "there are none")
     req = root.requirements

@@ -101,7 +101,8 @@ def query(handle: Any, index: int) -> PhysicalDevice:
             "minStorageBufferOffsetAlignment", "maxStorageBufferRange", "maxPushConstantsSize",
             "nonCoherentAtomSize", "timestampPeriod", "maxPerStageDescriptorStorageBuffers",
             "maxBoundDescriptorSets", "maxMemoryAllocationCount",
-            "timestampComputeAndGraphics")}
+            "timestampComputeAndGraphics", "minTexelBufferOffsetAlignment",
+            "maxTexelBufferElements")}
     limits["maxComputeWorkGroupSize"] = tuple(limits_obj.maxComputeWorkGroupSize)  # type: ignore
     limits["maxComputeWorkGroupCount"] = tuple(limits_obj.maxComputeWorkGroupCount)  # type: ignore
     features: dict[str, dict[str, bool]] = {"core": {}, "v11": {}, "v12": {}, "v13": {}}

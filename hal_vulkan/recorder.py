@@ -47,6 +47,9 @@ class Recording(Resource):
         # (command index, descriptor set, binding numbers) of each dispatch with a set, so
         # `rebind` can rewrite them (devices with update-after-bind descriptors only).
         self.sets: list[tuple[int, Any, tuple[int, ...]]] = []
+        # Buffer views of its texel-buffer bindings: made when recording, destroyed with it
+        # (never while it may be submitted: it is reset or destroyed only when idle).
+        self.views: list[Any] = []
         self.timestamps: TimestampQueries | None = None
         info = vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -68,6 +71,7 @@ class Recording(Resource):
         """Reuse an idle recording for another binding table."""
         call(vk.vkResetCommandBuffer, self.handle, 0)
         self.arena.reset()
+        self._destroy_views()
         self.key = key
         self.content = ()
         self.sets = []
@@ -95,8 +99,26 @@ class Recording(Resource):
             del infos
         self.content = content
 
+    def buffer_view(self, buffer: Any, offset: int, size: int) -> Any:
+        """A new R32G32B32A32_UINT view of `size` bytes at `offset`, owned by this recording."""
+        info = _VIEW_INFO
+        info.buffer, info.offset, info.range = buffer, offset, size
+        view = vk.ffi.new("VkBufferView*")
+        check_result("vkCreateBufferView",
+                     vk.lib.vkCreateBufferView(self.device.handle, info, vk.ffi.NULL, view))
+        self.device.tracker.created("VkBufferView")
+        self.views.append(view[0])
+        return view[0]
+
+    def _destroy_views(self) -> None:
+        for view in self.views:
+            vk.lib.vkDestroyBufferView(self.device.handle, view, vk.ffi.NULL)
+            self.device.tracker.destroyed("VkBufferView")
+        self.views = []
+
     def destroy_handles(self) -> None:
         self.arena.reset()
+        self._destroy_views()
         if self.timestamps is not None:
             self.timestamps.destroy()
         vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
@@ -119,6 +141,54 @@ def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int,
     write.descriptorCount = 1
     write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
     write.pBufferInfo = infos + i
+
+
+def fill_texel_write(device: VulkanDevice, recording: Recording, views: Any, writes: Any,
+                     i: int, dst_set: Any, number: int, resolved: ResolvedBinding,
+                     what: str) -> None:
+    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number` (NULL set for a
+    push descriptor): a view of the binding made for `recording`, kept in `views[i]`."""
+    offset, size = texel_range(device, resolved, what)
+    views[i] = recording.buffer_view(resolved.buffer.vk_buffer, offset, size)
+    write = writes[i]
+    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+    write.dstSet = dst_set
+    write.dstBinding = number
+    write.descriptorCount = 1
+    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+    write.pTexelBufferView = views + i
+
+
+_VIEW_INFO = vk.ffi.new("VkBufferViewCreateInfo*")
+_VIEW_INFO.sType = vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO
+_VIEW_INFO.format = vk.VK_FORMAT_R32G32B32A32_UINT
+TEXEL_BYTES = 16
+
+
+def texel_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
+    """(device offset, range) of a texel-buffer binding: whole 16-byte texels, checked against
+    the limits. A range that ends mid-texel is rounded up into the buffer's own reserved bytes
+    (buffers own their size rounded up to at least 16 bytes), as storage ranges are to words."""
+    limits = device.physical.limits
+    align = int(limits["minTexelBufferOffsetAlignment"])
+    max_texels = int(limits["maxTexelBufferElements"])
+    offset = ref.buffer.device_offset(ref.offset)
+    if offset % align:
+        raise DeviceError(f"{what}: offset {ref.offset} is not a multiple of "
+                          f"minTexelBufferOffsetAlignment ({align}) of device "
+                          f"'{device.info.name}'")
+    texels = max(1, -(-ref.length // TEXEL_BYTES))
+    if texels > max_texels:
+        raise DeviceError(f"{what}: binding of {ref.length} bytes is {texels} texels of 16 "
+                          f"bytes, more than maxTexelBufferElements ({max_texels}) of device "
+                          f"'{device.info.name}'")
+    resource = ref.buffer.resource
+    if offset + texels * TEXEL_BYTES > resource.offset + resource.reserved:
+        if ref.length:
+            raise DeviceError(f"{what}: binding of {ref.length} bytes at offset {ref.offset} "
+                              f"does not end on a 16-byte texel inside its buffer")
+        offset = ref.buffer.device_offset(0)  # empty: the buffer's own first texel
+    return offset, texels * TEXEL_BYTES
 
 
 _BARRIERS: dict[tuple[int, int], Any] = {}
@@ -221,13 +291,18 @@ class Recorder:
             count = len(ep.binding_numbers)
             infos = vk.ffi.new("VkDescriptorBufferInfo[]", count)
             writes = vk.ffi.new("VkWriteDescriptorSet[]", count)
+            views = vk.ffi.new("VkBufferView[]", count) if ep.texel_bindings else None
             dst_set = None if ep.push_descriptors else \
                 self.recording.arena.allocate(ep.set_layout)
+            target = vk.ffi.NULL if dst_set is None else dst_set
             for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
-                fill_descriptor_write(self.device, infos, writes, i,
-                                      vk.ffi.NULL if dst_set is None else dst_set, number,
-                                      resolved, what)
+                if number in ep.texel_bindings:
+                    fill_texel_write(self.device, self.recording, views, writes, i, target,
+                                     number, resolved, what)
+                else:
+                    fill_descriptor_write(self.device, infos, writes, i, target, number,
+                                          resolved, what)
             if ep.push_descriptors:
                 self.device.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
                                                 ep.pipeline_layout, 0, count, writes)
@@ -237,8 +312,9 @@ class Recorder:
                 sets = vk.ffi.new("VkDescriptorSet[1]", [dst_set])
                 vk.lib.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
                                                ep.pipeline_layout, 0, 1, sets, 0, vk.ffi.NULL)
-                self.recording.sets.append((index, dst_set, ep.binding_numbers))
-            del infos
+                if ep.update_after_bind:
+                    self.recording.sets.append((index, dst_set, ep.binding_numbers))
+            del infos, views
         constants = d.command.constants
         if constants:
             vk.vkCmdPushConstants(cb, ep.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,

@@ -6,6 +6,11 @@ import flatbuffers
 from flatbuffers.compat import import_numpy
 np = import_numpy()
 
+class BindingKind(object):
+    StorageBuffer = 0
+    UniformTexelBuffer = 1
+
+
 class BindingDef(object):
     __slots__ = ['_tab']
 
@@ -42,14 +47,24 @@ class BindingDef(object):
             return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
         return False
 
+    # BindingDef
+    def Kind(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, o + self._tab.Pos)
+        return 0
+
 def BindingDefStart(builder):
-    builder.StartObject(2)
+    builder.StartObject(3)
 
 def BindingDefAddBinding(builder, binding):
     builder.PrependUint32Slot(0, binding, 0)
 
 def BindingDefAddReadOnly(builder, readOnly):
     builder.PrependBoolSlot(1, readOnly, 0)
+
+def BindingDefAddKind(builder, kind):
+    builder.PrependUint8Slot(2, kind, 0)
 
 def BindingDefEnd(builder):
     return builder.EndObject()
@@ -63,9 +78,11 @@ class BindingDefT(object):
         self,
         binding = 0,
         readOnly = False,
+        kind = 0,
     ):
         self.binding = binding  # type: int
         self.readOnly = readOnly  # type: bool
+        self.kind = kind  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -90,12 +107,14 @@ class BindingDefT(object):
             return
         self.binding = bindingDef.Binding()
         self.readOnly = bindingDef.ReadOnly()
+        self.kind = bindingDef.Kind()
 
     # BindingDefT
     def Pack(self, builder):
         BindingDefStart(builder)
         BindingDefAddBinding(builder, self.binding)
         BindingDefAddReadOnly(builder, self.readOnly)
+        BindingDefAddKind(builder, self.kind)
         bindingDef = BindingDefEnd(builder)
         return bindingDef
 

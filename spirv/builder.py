@@ -345,6 +345,12 @@ class ModuleBuilder:
             self.decorate(tid, Decoration.ArrayStride, stride)
         return tid
 
+    def type_image(self, sampled_type: int, dim: int, sampled: int, image_format: int) -> int:
+        """A non-depth, non-arrayed, single-sampled image type (`sampled` 1: used with a
+        sampler or fetched, 2: a storage image)."""
+        key = ("image", sampled_type, int(dim), sampled, int(image_format))
+        return self._type(key, Op.TypeImage, sampled_type, dim, 0, 0, 0, sampled, image_format)
+
     def type_struct(self, members: Sequence[int]) -> int:
         """A new struct every call, so each can get its own Block/Offset decorations."""
         return self._type(("struct", tuple(members)), Op.TypeStruct, list(members), dedupe=False)

@@ -30,6 +30,10 @@ class VulkanProfile:
     int8: bool = False
     int16: bool = False
     int64: bool = False
+    # Read-only bindings as uniform texel buffers (OpImageFetch of 16-byte texels): llvmpipe
+    # fetches texels with straight-line SIMD code but loads storage buffers lane by lane with
+    # a branch per lane (docs/codegen_spirv.md, "Texel-buffer loads").
+    texel_buffer_loads: bool = False
 
 
 VULKAN_PROFILES: dict[str, VulkanProfile] = {
@@ -40,7 +44,8 @@ VULKAN_PROFILES: dict[str, VulkanProfile] = {
                               subgroup_size=8, subgroup_arithmetic=True,
                               subgroup_ballot=True, cpu_device=True,
                               max_workgroup_invocations=1024, float16=True,
-                              float64=True, int8=True, int16=True, int64=True),
+                              float64=True, int8=True, int16=True, int64=True,
+                              texel_buffer_loads=True),
 }
 
 

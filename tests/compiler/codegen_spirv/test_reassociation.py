@@ -141,10 +141,10 @@ def test_reductions_with_several_rows_per_workgroup(vulkan, rng, rows, cols):
                                                     ("swiftshader", 264, 522, 16, ())])
 def test_large_matmul_blocks_on_software_drivers(rng, device, n, k, rm, wide):
     """The larger blocks of large static problems (32 x 8 on lavapipe, 16 x 8 on SwiftShader;
-    on lavapipe a lane's 8 columns of B from one u64vec4 load where N is a multiple of 8, and
-    A's k values 2 per lane and u64 load where K is even): partial blocks on every edge,
+    on lavapipe a lane's 8 columns of B from two texel fetches where N is a multiple of 8, and
+    A's k values 2 per lane and fetch where K is even): partial blocks on every edge,
     leftover k values, and still the sequential float32 result."""
-    from irtk.compiler.codegen.spirv.matmul import tiling_for
+    from irtk.compiler.codegen.spirv.matmul import matmul_tiling, tiling_for
 
     from .conftest import _runner
     runner = _runner(device)
@@ -156,8 +156,13 @@ def test_large_matmul_blocks_on_software_drivers(rng, device, n, k, rm, wide):
     kernel = matmul(m, n, k)
     compiled = runner.compile(kernel)
     text = tools.disassemble(compiled.code)
-    assert ("ArrayStride 8" in text, "ArrayStride 32" in text) == ("A" in wide, "B" in wide)
-    assert compiled.requirements.get("int64", False) == bool(wide)   # u64 loads need Int64
+    t = matmul_tiling(kernel, runner.profile)
+    assert (t.a_wide, t.b_wide) == ("A" in wide, "B" in wide)
+    # lavapipe reads A and B as texel buffers (no 64-bit storage views, no Int64 needed).
+    texel = runner.profile.texel_buffer_loads
+    assert compiled.texel_bindings == ((0, 1) if texel else ())
+    assert ("OpImageFetch" in text) == texel and "ArrayStride 32" not in text
+    assert not compiled.requirements.get("int64", False)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     init = rng.standard_normal((m, n)).astype(np.float32)

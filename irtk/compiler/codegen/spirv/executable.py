@@ -41,6 +41,7 @@ class SpirvKernel:
     requirements: dict[str, int | bool] = field(default_factory=dict)
     grid: Grid | None = None
     strategy: str = ""
+    texel_bindings: tuple[int, ...] = ()      # read-only bindings read as uniform texel buffers
 
     def __post_init__(self) -> None:
         unknown = set(self.requirements) - _REQUIREMENT_KEYS
@@ -109,6 +110,8 @@ def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes
         for binding, read_only in kernel.bindings:
             b = fb.BindingDefT()
             b.binding, b.readOnly = binding, read_only
+            if binding in kernel.texel_bindings:
+                b.kind = fb.BindingKind.UniformTexelBuffer
             entry.bindings.append(b)
         entry.pushConstantCount = kernel.push_constant_count
         entry_points.append(entry)

@@ -9,6 +9,10 @@ element type, so a device needs no 8/16/64-bit storage feature:
   neighbouring elements of one word may be written by other invocations at the same time.
   Buffers of such types must be bound with their length rounded up to whole words.
 
+On profiles with `texel_buffer_loads` (llvmpipe) a binding the kernel only reads is a uniform
+texel buffer of R32G32B32A32_UINT texels instead: word w is component w % 4 of texel w / 4
+(OpImageFetch), and a 16-byte load is one fetch. The runtime binds it through a buffer view.
+
 Push constants are one `Block` of u32 words; `Kernel.param_offsets()` says where each param
 is (i64/f64 params are two words; narrower ints are sign-extended from their width, narrower
 floats are their bits in the low bits of the word).
@@ -17,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
-                          GLSLstd450,
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Dim,
+                          ExecutionMode, GLSLstd450, ImageFormat,
                           ExecutionModel, MemoryModel, MemorySemantics, Op as SpvOp, Scope,
                           StorageClass)
 
@@ -47,6 +51,7 @@ class ShaderInterface:
         self.interface: list[int] = []
         self.globals: list[int] = []
         self.buffers: dict[int, int] = {}
+        self.texel_bindings: set[int] = set()   # bindings read as uniform texel buffers
         self._builtins: dict[int, int] = {}
         self._params: dict[int, int] = {}
         self._vector_views: dict[tuple[int, int], int] = {}
@@ -85,6 +90,9 @@ class ShaderInterface:
         for operand in self.operands:
             if operand.binding in self.buffers:
                 continue
+            if self.profile.texel_buffer_loads and operand.binding not in written:
+                self._declare_texel_buffer(operand.binding)
+                continue
             block = b.type_struct([b.type_runtime_array(e.u32, stride=4)])
             b.decorate(block, Decoration.Block)
             b.member_decorate(block, 0, Decoration.Offset, 0)
@@ -97,6 +105,19 @@ class ShaderInterface:
             b.name(var, f"b{operand.binding}")
             self.buffers[operand.binding] = var
             self.globals.append(var)
+
+    def _declare_texel_buffer(self, binding: int) -> None:
+        e, b = self.e, self.e.b
+        b.capability(Capability.SampledBuffer)
+        image = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
+        var = b.variable(b.type_pointer(StorageClass.UniformConstant, image),
+                         StorageClass.UniformConstant)
+        b.decorate(var, Decoration.DescriptorSet, 0)
+        b.decorate(var, Decoration.Binding, binding)
+        b.name(var, f"t{binding}")
+        self.buffers[binding] = var
+        self.texel_bindings.add(binding)
+        self.globals.append(var)
 
     def _declare_push_constants(self) -> int | None:
         words = self.push_constant_count
@@ -181,7 +202,7 @@ class ShaderInterface:
         return SpirvKernel(code=code, entry_point=kernel.name, workgroup_size=self.local_size,
                            workgroup_count=count, bindings=self.bindings,
                            push_constant_count=self.push_constant_count, requirements=needs,
-                           grid=grid)
+                           grid=grid, texel_bindings=tuple(sorted(self.texel_bindings)))
 
     # --- params and extents -------------------------------------------------------------------
 
@@ -282,6 +303,65 @@ class ShaderInterface:
         return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, e.u32),
                     self.buffers[binding], e.u32c(0), word_index)
 
+    def _fetch(self, binding: int, texel: int) -> int:
+        """Texel `texel` (u32) of a texel-buffer binding: four words (uvec4)."""
+        e, b = self.e, self.e.b
+        image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
+        image = e.op(SpvOp.Load, image_type, self.buffers[binding])
+        return e.op(SpvOp.ImageFetch, b.type_vector(e.u32, 4), image, texel)
+
+    def load_words(self, binding: int, first: int, count: int) -> list[int]:
+        """`count` (1, 2, 4 or 8) consecutive words (u32) from word `first` (u32, a multiple of
+        `count`) of a binding: texel fetches, or a uvec4 load (4) or word loads from a storage
+        buffer (`load_wide` has the 64-bit storage loads)."""
+        e, b = self.e, self.e.b
+        if binding in self.texel_bindings:
+            if count >= 4:
+                texel = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
+                out = []
+                for t in range(count // 4):
+                    at = texel if t == 0 else e.op(SpvOp.IAdd, e.u32, texel, e.u32c(t))
+                    words = self._fetch(binding, at)
+                    out += [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
+                return out
+            words = self._fetch(binding, e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2)))
+            component = e.op(SpvOp.BitwiseAnd, e.u32, first, e.u32c(3))
+            out = []
+            for i in range(count):
+                c = component if i == 0 else e.op(SpvOp.IAdd, e.u32, component, e.u32c(i))
+                out.append(e.op(SpvOp.VectorExtractDynamic, e.u32, words, c))
+            return out
+        if count == 4:
+            v4 = b.type_vector(e.u32, 4)
+            view = self.read_only_view(binding, v4, 16)
+            index = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
+            words = e.op(SpvOp.Load, v4, e.op(SpvOp.AccessChain, b.type_pointer(
+                StorageClass.StorageBuffer, v4), view, e.u32c(0), index))
+            return [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
+        return [e.op(SpvOp.Load, e.u32, self._word_pointer(
+            binding, first if i == 0 else e.op(SpvOp.IAdd, e.u32, first, e.u32c(i))))
+            for i in range(count)]
+
+    def _load_u64_words(self, binding: int, first: int, count: int) -> list[int]:
+        """2 or 8 words with one u64 or u64vec4 load (needs Int64): lavapipe loads a storage
+        buffer per lane and 64-bit component, so 8 words cost 4 loads, not 8, and 2 words one."""
+        e, b = self.e, self.e.b
+        b.capability(Capability.Int64)
+        self.uses_int64 = True
+        wide = e.u64 if count == 2 else b.type_vector(e.u64, 4)
+        view = self.read_only_view(binding, wide, 4 * count)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(count.bit_length() - 1))
+        loaded = e.op(SpvOp.Load, wide, e.op(SpvOp.AccessChain, b.type_pointer(
+            StorageClass.StorageBuffer, wide), view, e.u32c(0), index))
+        u2 = b.type_vector(e.u32, 2)
+        quads = [loaded] if count == 2 else [e.op(SpvOp.CompositeExtract, e.u64, loaded, i)
+                                             for i in range(4)]
+        out = []
+        for quad in quads:
+            pair = e.op(SpvOp.Bitcast, u2, quad)
+            out += [e.op(SpvOp.CompositeExtract, e.u32, pair, w) for w in range(2)]
+        return out
+
     def _word_and_shift(self, offset: int, bits: int) -> tuple[int, int]:
         e = self.e
         per_word = 32 // bits
@@ -312,58 +392,41 @@ class ShaderInterface:
 
     def load_vector4(self, operand: Operand, offset: int, scalar_type: int) -> list[int]:
         """Four consecutive 32-bit elements from `offset` (a multiple of 4) with one 16-byte
-        load, through a uvec4 view of the binding."""
-        e, b = self.e, self.e.b
-        v4 = b.type_vector(e.u32, 4)
-        view = self.read_only_view(operand.binding, v4, 16)
-        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
-                     e.u32c(2))
-        ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, v4),
-                   view, e.u32c(0), index)
-        words = e.op(SpvOp.Load, v4, ptr)
-        return [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, words, i))
-                for i in range(4)]
+        load (a uvec4 view of a storage buffer, or one texel fetch)."""
+        e = self.e
+        words = self.load_words(operand.binding, e.op(SpvOp.Bitcast, e.u32, offset), 4)
+        return [e.op(SpvOp.Bitcast, scalar_type, w) for w in words]
 
     def load_wide(self, operand: Operand, offset: int, words: int, scalar_type: int
                   ) -> list[int]:
-        """`words` (2 or 8) consecutive 32-bit elements from `offset` (a multiple of `words`)
-        with one u64 or u64vec4 load (needs Int64): lavapipe loads per lane and 64-bit
-        component, so 8 words cost 4 loads, not 8, and 2 words one."""
-        e, b = self.e, self.e.b
-        b.capability(Capability.Int64)
-        self.uses_int64 = True
-        wide = e.u64 if words == 2 else b.type_vector(e.u64, 4)
-        view = self.read_only_view(operand.binding, wide, 4 * words)
-        index = e.op(SpvOp.ShiftRightLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
-                     e.u32c(words.bit_length() - 1))
-        loaded = e.op(SpvOp.Load, wide, e.op(SpvOp.AccessChain, b.type_pointer(
-            StorageClass.StorageBuffer, wide), view, e.u32c(0), index))
-        u2 = b.type_vector(e.u32, 2)
-        quads = [loaded] if words == 2 else [e.op(SpvOp.CompositeExtract, e.u64, loaded, i)
-                                             for i in range(4)]
-        out = []
-        for quad in quads:
-            pair = e.op(SpvOp.Bitcast, u2, quad)
-            out += [e.op(SpvOp.Bitcast, scalar_type, e.op(SpvOp.CompositeExtract, e.u32, pair,
-                                                           w)) for w in range(2)]
-        return out
+        """`words` (2 or 8) consecutive 32-bit elements from `offset` (a multiple of `words`):
+        u64 / u64vec4 loads from a storage buffer (the profile must have int64), one or two
+        fetches from a texel buffer."""
+        e = self.e
+        first = e.op(SpvOp.Bitcast, e.u32, offset)
+        if operand.binding not in self.texel_bindings:
+            loaded = self._load_u64_words(operand.binding, first, words)
+        else:
+            loaded = self.load_words(operand.binding, first, words)
+        return [e.op(SpvOp.Bitcast, scalar_type, w) for w in loaded]
 
     def load_bits(self, operand: Operand, offset: int) -> int:
         """The element's storage bits (u32; a uvec2 for 64-bit types)."""
         e = self.e
         bits = element_bit_width(operand.element_type)
         if bits == 32:
-            return e.op(SpvOp.Load, e.u32, self._word_pointer(
-                operand.binding, e.op(SpvOp.Bitcast, e.u32, offset)))
+            return self.load_words(operand.binding, e.op(SpvOp.Bitcast, e.u32, offset), 1)[0]
         if bits == 64:
             first = e.op(SpvOp.ShiftLeftLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
                          e.u32c(1))
-            lo = e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, first))
-            hi = e.op(SpvOp.Load, e.u32, self._word_pointer(
-                operand.binding, e.op(SpvOp.IAdd, e.u32, first, e.u32c(1))))
+            if operand.binding in self.texel_bindings:
+                lo, hi = self.load_words(operand.binding, first, 2)
+            else:
+                lo, hi = (e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, w))
+                          for w in (first, e.op(SpvOp.IAdd, e.u32, first, e.u32c(1))))
             return e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 2), lo, hi)
         word, shift = self._word_and_shift(offset, bits)
-        value = e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, word))
+        value = self.load_words(operand.binding, word, 1)[0]
         return e.op(SpvOp.BitwiseAnd, e.u32, e.op(SpvOp.ShiftRightLogical, e.u32, value, shift),
                     e.u32c((1 << bits) - 1))
 

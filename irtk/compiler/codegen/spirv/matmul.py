@@ -65,8 +65,8 @@ class Tiling:
     shared: bool = True
     vector: bool = False    # direct variant reading A along k and B along n 4 words at a time
     broadcast: bool = False  # direct variant sharing A's loads through subgroup broadcasts
-    b_wide: bool = False    # broadcast variant: a lane's 8 columns of B adjacent, one u64vec4
-    a_wide: bool = False    # broadcast variant: A's k values 2 per lane and u64 load
+    b_wide: bool = False    # broadcast variant: a lane's 8 columns of B adjacent, one wide load
+    a_wide: bool = False    # broadcast variant: A's k values 2 per lane, one load
 
     @property
     def invocations(self) -> int:
@@ -196,7 +196,8 @@ def match(kernel: Kernel) -> Contraction | None:
     return Contraction(a, b, ca, cb, acc_type, m, n, ks, batch)
 
 
-def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
+def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
+    """The tiling `compile_matmul` uses for `kernel`, or None when it declines the kernel."""
     c = match(kernel)
     if c is None or len(c.ks) != 1:
         return None
@@ -208,10 +209,18 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
                         rounded=register_class(c.acc_type) != c.acc_type)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
-    if tiling.broadcast and tiling.rn == 8 and profile.int64:   # 64-bit loads (lavapipe)
+    # Wide loads (lavapipe): 64-bit storage loads, or texel fetches.
+    if tiling.broadcast and tiling.rn == 8 and (profile.int64 or profile.texel_buffer_loads):
         tiling = dataclasses.replace(tiling, b_wide=aligned_along(kernel, c, c.b, c.n, 8),
                                      a_wide=aligned_along(kernel, c, c.a, c.k, 2))
-    return _Generator(kernel, profile, c, tiling).build()
+    return tiling
+
+
+def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
+    tiling = matmul_tiling(kernel, profile)
+    if tiling is None:
+        return None
+    return _Generator(kernel, profile, match(kernel), tiling).build()  # type: ignore[arg-type]
 
 
 def compile_convolution(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
@@ -461,8 +470,9 @@ class _Generator:
             """The direct variant sharing A through the subgroup: per block of `lanes` k
             values, lane j loads A[row, k0 + j] for each of its RM rows (one load per row
             instead of `lanes`; with `a_wide`, 2 * lanes k values and lane j's two from one u64
-            load), and OpGroupNonUniformBroadcast hands every lane each k's value; B is read
-            per lane and k (with `b_wide`, the lane's 8 columns from one u64vec4 load).
+            load or texel fetch), and OpGroupNonUniformBroadcast hands every lane each k's
+            value; B is read per lane and k (with `b_wide`, the lane's 8 columns from one
+            u64vec4 load, or two texel fetches).
             Leftover k values run one at a time."""
             iface.e.b.capability(Capability.GroupNonUniform)
             iface.e.b.capability(Capability.GroupNonUniformBallot)

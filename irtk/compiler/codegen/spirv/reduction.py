@@ -29,9 +29,10 @@ meet in shared memory behind one barrier and invocation 0 folds them in order (C
 dearly per barrier). Invocation 0 then combines the output's initial value with the total and
 stores it.
 
-Load shape per profile (`plan`; docs/codegen_spirv.md, "The reduction strategy"): lavapipe
-loads a storage buffer lane by lane, so each lane reads 8 consecutive f32 with one
-u64vec4 load where the profile has 64-bit integers (4 with a uvec4 load otherwise);
+Load shape per profile (`plan`; docs/codegen_spirv.md, "The reduction strategy"): on lavapipe
+each lane reads 8 consecutive f32 per unit, two 16-byte texel fetches (the `llvmpipe` profile
+reads inputs as texel buffers; with storage buffers it would be one u64vec4 load, since
+lavapipe loads those lane by lane);
 SwiftShader turns a load whose lanes read consecutive words into one vector load, and a
 per-lane vector into a gather, which measured no better than per-lane uvec4 loads there; both
 keep 4-wide loads.
