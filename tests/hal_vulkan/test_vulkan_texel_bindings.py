@@ -93,6 +93,25 @@ def test_texel_inputs_give_the_storage_buffer_result(device, rng, strategy):
         np.testing.assert_allclose(got, out + terms.sum(axis=1), rtol=1e-4, atol=1e-3)
 
 
+def test_elementwise_texel_inputs_of_two_element_types(device, rng):
+    """The elementwise strategy's own texel buffers: an f32 and an i32 input (w broadcast
+    along rows), one f32 output."""
+    rows, cols = 37, 1000
+    kernel = Kernel("axpw", (rows, cols),
+                    [Operand(0, "f32", (rows, cols), _map(2, [0, 1])),
+                     Operand(1, "i32", (cols,), _map(2, [1]))],
+                    [Operand(2, "f32", (rows, cols), _map(2, [0, 1]))],
+                    [Op("arith.sitofp", (1,), "f32"), Op("arith.mulf", (0, 3), "f32"),
+                     Op("arith.addf", (4, 0), "f32")], [5], ("parallel", "parallel"))
+    compiled = compile_kernel(kernel, texel_profile())
+    assert compiled.strategy == "elementwise" and compiled.texel_bindings == (0, 1)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w = rng.integers(-1000, 1000, cols).astype(np.int32)
+    out = rng.standard_normal((rows, cols)).astype(np.float32)
+    for got in run(device, kernel, compiled, [x, w], out, times=2):
+        np.testing.assert_array_equal(got.reshape(rows, cols), x * w.astype(np.float32) + x)
+
+
 def test_a_texel_binding_beyond_max_texel_buffer_elements_is_refused(device, rng):
     """A binding of more 16-byte texels than maxTexelBufferElements is an error naming the
     limit (SwiftShader allows 65536 texels, 1 MiB); a storage binding of that size is fine."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
-                          ExecutionModel, MemoryModel, Op as SpvOp, SelectionControl,
-                          StorageClass)
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Dim,
+                          ExecutionMode, ExecutionModel, ImageFormat, MemoryModel, Op as SpvOp,
+                          SelectionControl, StorageClass)
 
 from irtk.compiler.kernel import Kernel, Operand
 from irtk.compiler.targets import VulkanProfile
@@ -207,6 +207,7 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
         bindings=bindings,
         push_constant_count=0,
         requirements=needs,
+        texel_bindings=tuple(sorted(generator.texel_bindings)),
     )
 
 
@@ -220,6 +221,7 @@ class _Generator:
         self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]
         self.used = {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
         self.buffers: dict[tuple[int, str], int] = {}
+        self.texel_bindings: set[int] = set()   # read-only bindings as uniform texel buffers
         self.interface: list[int] = []
 
     # --- module structure ----------------------------------------------------------------
@@ -233,14 +235,15 @@ class _Generator:
         fn = e.finish_function(self.kernel.name)
         interface = list(self.interface)
         if self.profile.spirv_version >= (1, 4):  # from 1.4 every global is in the interface
-            interface += list(self.buffers.values())
+            interface += list(dict.fromkeys(self.buffers.values()))
         b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
         b.execution_mode(fn, ExecutionMode.LocalSize, self.plan.workgroup_size, 1, 1)
         e.declare_float_modes(fn)
         return b.to_bytes(), bindings
 
     def _declare_buffers(self) -> list[tuple[int, bool]]:
-        """One StorageBuffer variable per (binding, element type) at descriptor set 0."""
+        """One StorageBuffer variable per (binding, element type) at descriptor set 0 (one
+        texel buffer per read-only binding where the profile reads through them)."""
         e, b = self.e, self.e.b
         n_in = len(self.kernel.inputs)
         written = {o.binding for o in self.kernel.outputs}
@@ -248,6 +251,24 @@ class _Generator:
         for i, operand in enumerate(self.operands):
             key = (operand.binding, operand.element_type)
             if key in self.buffers:
+                continue
+            if self.profile.texel_buffer_loads and operand.binding not in written:
+                # As ShaderInterface does (docs/codegen_spirv.md, "Texel-buffer loads"): one
+                # variable per binding, whatever the element types read from it.
+                same = [v for (binding, _), v in self.buffers.items()
+                        if binding == operand.binding]
+                if same:
+                    self.buffers[key] = same[0]
+                    continue
+                b.capability(Capability.SampledBuffer)
+                image = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
+                var = b.variable(b.type_pointer(StorageClass.UniformConstant, image),
+                                 StorageClass.UniformConstant)
+                b.decorate(var, Decoration.DescriptorSet, 0)
+                b.decorate(var, Decoration.Binding, operand.binding)
+                b.name(var, f"in{i}_t{operand.binding}")
+                self.buffers[key] = var
+                self.texel_bindings.add(operand.binding)
                 continue
             elem = e.scalar_type(operand.element_type)
             block = b.type_struct([b.type_runtime_array(elem, stride=4)])
@@ -343,6 +364,21 @@ class _Iteration:
         return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, elem), var,
                     e.u32c(0), self.offset(operand_index))
 
+    def _fetch(self, operand_index: int, elem: int) -> int:
+        """A read-only operand's element from its texel buffer: component offset % 4 of
+        texel offset / 4."""
+        e, b = self.e, self.e.b
+        operand = self.gen.operands[operand_index]
+        offset = self.offset(operand_index)
+        image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
+        image = e.op(SpvOp.Load, image_type, self.gen.buffers[(operand.binding,
+                                                               operand.element_type)])
+        texel = e.op(SpvOp.ImageFetch, b.type_vector(e.u32, 4), image,
+                     e.op(SpvOp.ShiftRightLogical, e.u32, offset, e.u32c(2)))
+        word = e.op(SpvOp.VectorExtractDynamic, e.u32, texel,
+                    e.op(SpvOp.BitwiseAnd, e.u32, offset, e.u32c(3)))
+        return e.op(SpvOp.Bitcast, elem, word)
+
     def loop_index(self, dim: int) -> int:
         """linalg.index: loop index `dim` of this iteration as an i32."""
         e, ranges = self.e, self.kernel.loop_ranges
@@ -361,7 +397,12 @@ class _Iteration:
         types: list[str] = []
         for i, operand in enumerate(self.gen.operands):
             elem = e.scalar_type(operand.element_type)
-            values.append(e.op(SpvOp.Load, elem, self._pointer(i)) if i in self.gen.used else 0)
+            if i not in self.gen.used:
+                values.append(0)
+            elif operand.binding in self.gen.texel_bindings:
+                values.append(self._fetch(i, elem))
+            else:
+                values.append(e.op(SpvOp.Load, elem, self._pointer(i)))
             types.append(operand.element_type)
         for op in kernel.ops:
             call = OpCall(op, [values[v] for v in op.operands], [types[v] for v in op.operands],
