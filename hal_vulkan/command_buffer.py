@@ -16,7 +16,8 @@ from irtk.hal.buffer import RangeError
 from irtk.hal.deferred_command_buffer import DeferredCommandBuffer, Dispatch, command_refs
 from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.executable import EntryPoint, VulkanExecutable
-from hal_vulkan.recorder import Recorder, Recording, descriptor_range
+from hal_vulkan.descriptors import descriptor_range
+from hal_vulkan.recorder import Recorder, Recording
 from hal_vulkan.resource import Resource
 
 if TYPE_CHECKING:

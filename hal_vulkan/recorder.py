@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import vulkan as vk
 
-from irtk.errors import DeviceError
-from irtk.hal.binding import ResolvedBinding
 from irtk.hal.deferred_command_buffer import (Barrier, ResolvedCommand, ResolvedCopy,
                                               ResolvedDispatch, ResolvedFill, ResolvedUpdate)
 from hal_vulkan import commands as cmds
 from hal_vulkan.descriptor_pool import DescriptorArena
+from hal_vulkan.descriptors import (create_texel_view, fill_descriptor_write,
+                                    fill_texel_write)
 from hal_vulkan.resource import Resource
 from hal_vulkan.status import call, check_result
 from hal_vulkan.timestamps import TimestampQueries
@@ -100,15 +100,10 @@ class Recording(Resource):
         self.content = content
 
     def buffer_view(self, buffer: Any, offset: int, size: int) -> Any:
-        """A new R32G32B32A32_UINT view of `size` bytes at `offset`, owned by this recording."""
-        info = _VIEW_INFO
-        info.buffer, info.offset, info.range = buffer, offset, size
-        view = vk.ffi.new("VkBufferView*")
-        check_result("vkCreateBufferView",
-                     vk.lib.vkCreateBufferView(self.device.handle, info, vk.ffi.NULL, view))
-        self.device.tracker.created("VkBufferView")
-        self.views.append(view[0])
-        return view[0]
+        """A new texel view of `size` bytes at `offset`, owned by this recording."""
+        view = create_texel_view(self.device, buffer, offset, size)
+        self.views.append(view)
+        return view
 
     def _destroy_views(self) -> None:
         for view in self.views:
@@ -123,72 +118,6 @@ class Recording(Resource):
             self.timestamps.destroy()
         vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
         self.device.tracker.destroyed("VkCommandBuffer")
-
-
-def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int, dst_set: Any,
-                          number: int, resolved: ResolvedBinding, what: str) -> None:
-    """Fill `writes[i]` (a storage-buffer write of binding `number` in `dst_set`, NULL for a
-    push descriptor) and the `infos[i]` it points at, in place through cffi: the `vulkan`
-    binding's generic struct constructors cost more than the Vulkan calls themselves."""
-    offset, rng = descriptor_range(device, resolved, what)
-    info, write = infos[i], writes[i]
-    info.buffer = resolved.buffer.vk_buffer
-    info.offset = offset
-    info.range = rng
-    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-    write.dstSet = dst_set
-    write.dstBinding = number
-    write.descriptorCount = 1
-    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-    write.pBufferInfo = infos + i
-
-
-def fill_texel_write(device: VulkanDevice, recording: Recording, views: Any, writes: Any,
-                     i: int, dst_set: Any, number: int, resolved: ResolvedBinding,
-                     what: str) -> None:
-    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number` (NULL set for a
-    push descriptor): a view of the binding made for `recording`, kept in `views[i]`."""
-    offset, size = texel_range(device, resolved, what)
-    views[i] = recording.buffer_view(resolved.buffer.vk_buffer, offset, size)
-    write = writes[i]
-    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-    write.dstSet = dst_set
-    write.dstBinding = number
-    write.descriptorCount = 1
-    write.descriptorType = vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
-    write.pTexelBufferView = views + i
-
-
-_VIEW_INFO = vk.ffi.new("VkBufferViewCreateInfo*")
-_VIEW_INFO.sType = vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO
-_VIEW_INFO.format = vk.VK_FORMAT_R32G32B32A32_UINT
-TEXEL_BYTES = 16
-
-
-def texel_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
-    """(device offset, range) of a texel-buffer binding: whole 16-byte texels, checked against
-    the limits. A range that ends mid-texel is rounded up into the buffer's own reserved bytes
-    (buffers own their size rounded up to at least 16 bytes), as storage ranges are to words."""
-    limits = device.physical.limits
-    align = int(limits["minTexelBufferOffsetAlignment"])
-    max_texels = int(limits["maxTexelBufferElements"])
-    offset = ref.buffer.device_offset(ref.offset)
-    if offset % align:
-        raise DeviceError(f"{what}: offset {ref.offset} is not a multiple of "
-                          f"minTexelBufferOffsetAlignment ({align}) of device "
-                          f"'{device.info.name}'")
-    texels = max(1, -(-ref.length // TEXEL_BYTES))
-    if texels > max_texels:
-        raise DeviceError(f"{what}: binding of {ref.length} bytes is {texels} texels of 16 "
-                          f"bytes, more than maxTexelBufferElements ({max_texels}) of device "
-                          f"'{device.info.name}'")
-    resource = ref.buffer.resource
-    if offset + texels * TEXEL_BYTES > resource.offset + resource.reserved:
-        if ref.length:
-            raise DeviceError(f"{what}: binding of {ref.length} bytes at offset {ref.offset} "
-                              f"does not end on a 16-byte texel inside its buffer")
-        offset = ref.buffer.device_offset(0)  # empty: the buffer's own first texel
-    return offset, texels * TEXEL_BYTES
 
 
 _BARRIERS: dict[tuple[int, int], Any] = {}
@@ -207,35 +136,6 @@ def _global_barrier(cb: Any, src_stage: int, dst_stage: int, src_access: int,
         _BARRIERS[(src_access, dst_access)] = barrier
     vk.lib.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, barrier, 0, vk.ffi.NULL, 0,
                                 vk.ffi.NULL)
-
-
-def descriptor_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
-    """(device offset, range) of a storage-buffer binding, checked against the limits."""
-    limits = device.physical.limits
-    align = int(limits["minStorageBufferOffsetAlignment"])
-    max_range = int(limits["maxStorageBufferRange"])
-    offset = ref.buffer.device_offset(ref.offset)
-    if offset % align:
-        raise DeviceError(f"{what}: offset {ref.offset} is not a multiple of "
-                          f"minStorageBufferOffsetAlignment ({align}) of device "
-                          f"'{device.info.name}'")
-    if ref.length > max_range:
-        raise DeviceError(f"{what}: binding of {ref.length} bytes exceeds maxStorageBufferRange "
-                          f"({max_range}) of device '{device.info.name}'")
-    if ref.length == 0:
-        # A descriptor needs a non-zero range; the shader must not touch an empty binding, so
-        # point it at the buffer's own first bytes (every buffer owns at least 16).
-        if offset + 4 > ref.buffer.resource.block.size:
-            offset = ref.buffer.device_offset(0)
-        return offset, 4
-    # Shaders address storage buffers in 32-bit words (sub-word elements are packed); a range
-    # that ends mid-word would hide that word's elements under robust buffer access. Every
-    # buffer owns its range rounded up to the allocator's alignment, so the word is its own.
-    words = -(-ref.length // 4) * 4
-    resource = ref.buffer.resource
-    if offset + words <= resource.offset + resource.reserved:
-        return offset, words
-    return offset, ref.length
 
 
 def execution_barrier(cb: Any) -> None:

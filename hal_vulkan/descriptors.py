@@ -1,0 +1,125 @@
+"""Descriptor writes for dispatch bindings: storage buffers and uniform texel buffers.
+
+A binding's device range is checked against the device's limits here, when it is recorded (or
+rebound), so a bad table entry is a DeviceError naming the limit rather than a validation
+message or undefined behaviour. The write structs are filled in place through cffi: the `vulkan`
+binding's generic struct constructors cost more than the Vulkan calls themselves.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import vulkan as vk
+
+from irtk.errors import DeviceError
+from irtk.hal.binding import ResolvedBinding
+from hal_vulkan.status import check_result
+
+if TYPE_CHECKING:
+    from hal_vulkan.device import VulkanDevice
+
+# Texel-buffer bindings are read as R32G32B32A32_UINT texels (docs/codegen_spirv.md).
+TEXEL_BYTES = 16
+_VIEW_INFO = vk.ffi.new("VkBufferViewCreateInfo*")
+_VIEW_INFO.sType = vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO
+_VIEW_INFO.format = vk.VK_FORMAT_R32G32B32A32_UINT
+
+
+def _write(writes: Any, i: int, dst_set: Any, number: int, kind: int) -> Any:
+    """`writes[i]`, set up for one descriptor of `kind` at binding `number` of `dst_set` (NULL
+    for a push descriptor)."""
+    write = writes[i]
+    write.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+    write.dstSet = dst_set
+    write.dstBinding = number
+    write.descriptorCount = 1
+    write.descriptorType = kind
+    return write
+
+
+def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int, dst_set: Any,
+                          number: int, resolved: ResolvedBinding, what: str) -> None:
+    """Fill `writes[i]` with a storage-buffer write of binding `number` and the `infos[i]` it
+    points at."""
+    offset, rng = descriptor_range(device, resolved, what)
+    info = infos[i]
+    info.buffer = resolved.buffer.vk_buffer
+    info.offset = offset
+    info.range = rng
+    _write(writes, i, dst_set, number, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER).pBufferInfo = \
+        infos + i
+
+
+def fill_texel_write(device: VulkanDevice, recording: Any, views: Any, writes: Any, i: int,
+                     dst_set: Any, number: int, resolved: ResolvedBinding, what: str) -> None:
+    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number`: a view of the
+    binding made for `recording` (which owns it: `Recording.buffer_view`), kept in
+    `views[i]`."""
+    offset, size = texel_range(device, resolved, what)
+    views[i] = recording.buffer_view(resolved.buffer.vk_buffer, offset, size)
+    _write(writes, i, dst_set, number, vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+           ).pTexelBufferView = views + i
+
+
+def create_texel_view(device: VulkanDevice, buffer: Any, offset: int, size: int) -> Any:
+    """A new R32G32B32A32_UINT VkBufferView of `size` bytes at `offset` of `buffer`."""
+    info = _VIEW_INFO
+    info.buffer, info.offset, info.range = buffer, offset, size
+    view = vk.ffi.new("VkBufferView*")
+    check_result("vkCreateBufferView",
+                 vk.lib.vkCreateBufferView(device.handle, info, vk.ffi.NULL, view))
+    device.tracker.created("VkBufferView")
+    return view[0]
+
+
+def _aligned_offset(device: VulkanDevice, ref: ResolvedBinding, limit: str, what: str) -> int:
+    """The binding's device offset, which must be a multiple of the limit `limit`."""
+    align = int(device.physical.limits[limit])
+    offset = ref.buffer.device_offset(ref.offset)
+    if offset % align:
+        raise DeviceError(f"{what}: offset {ref.offset} is not a multiple of {limit} "
+                          f"({align}) of device '{device.info.name}'")
+    return offset
+
+
+def descriptor_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
+    """(device offset, range) of a storage-buffer binding, checked against the limits."""
+    offset = _aligned_offset(device, ref, "minStorageBufferOffsetAlignment", what)
+    max_range = int(device.physical.limits["maxStorageBufferRange"])
+    if ref.length > max_range:
+        raise DeviceError(f"{what}: binding of {ref.length} bytes exceeds maxStorageBufferRange "
+                          f"({max_range}) of device '{device.info.name}'")
+    if ref.length == 0:
+        # A descriptor needs a non-zero range; the shader must not touch an empty binding, so
+        # point it at the buffer's own first bytes (every buffer owns at least 16).
+        if offset + 4 > ref.buffer.resource.block.size:
+            offset = ref.buffer.device_offset(0)
+        return offset, 4
+    # Shaders address storage buffers in 32-bit words (sub-word elements are packed); a range
+    # that ends mid-word would hide that word's elements under robust buffer access. Every
+    # buffer owns its range rounded up to the allocator's alignment, so the word is its own.
+    words = -(-ref.length // 4) * 4
+    resource = ref.buffer.resource
+    if offset + words <= resource.offset + resource.reserved:
+        return offset, words
+    return offset, ref.length
+
+
+def texel_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[int, int]:
+    """(device offset, range) of a texel-buffer binding: whole 16-byte texels, checked against
+    the limits. A range that ends mid-texel is rounded up into the buffer's own reserved bytes
+    (buffers own their size rounded up to at least 16 bytes), as storage ranges are to words."""
+    offset = _aligned_offset(device, ref, "minTexelBufferOffsetAlignment", what)
+    max_texels = int(device.physical.limits["maxTexelBufferElements"])
+    texels = max(1, -(-ref.length // TEXEL_BYTES))
+    if texels > max_texels:
+        raise DeviceError(f"{what}: binding of {ref.length} bytes is {texels} texels of 16 "
+                          f"bytes, more than maxTexelBufferElements ({max_texels}) of device "
+                          f"'{device.info.name}'")
+    resource = ref.buffer.resource
+    if offset + texels * TEXEL_BYTES > resource.offset + resource.reserved:
+        if ref.length:
+            raise DeviceError(f"{what}: binding of {ref.length} bytes at offset {ref.offset} "
+                              f"does not end on a 16-byte texel inside its buffer")
+        offset = ref.buffer.device_offset(0)  # empty: the buffer's own first texel
+    return offset, texels * TEXEL_BYTES
