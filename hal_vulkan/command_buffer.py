@@ -16,7 +16,7 @@ from irtk.hal.buffer import RangeError
 from irtk.hal.deferred_command_buffer import DeferredCommandBuffer, Dispatch, command_refs
 from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.executable import EntryPoint, VulkanExecutable
-from hal_vulkan.descriptors import descriptor_range
+from hal_vulkan.descriptors import descriptor_range, texel_range
 from hal_vulkan.recorder import Recorder, Recording
 from hal_vulkan.resource import Resource
 
@@ -72,8 +72,12 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
             raise RuntimeFailure(f"{what}: {len(bindings)} bindings given, the entry point "
                                  f"takes {len(entry.binding_numbers)}")
 
-    def check_direct_binding(self, binding: ResolvedBinding, what: str) -> None:
-        descriptor_range(self.device, binding, what)
+    def check_direct_binding(self, entry: EntryPoint, index: int, binding: ResolvedBinding,
+                             what: str) -> None:
+        if entry.binding_numbers[index] in entry.texel_bindings:
+            texel_range(self.device, binding, what)
+        else:
+            descriptor_range(self.device, binding, what)
 
     def finalize(self) -> None:
         if self.finalized:

@@ -126,8 +126,10 @@ class DeferredCommandBuffer(CommandBuffer):
                        constants: list[int], bindings: list[BindingRef]) -> None:
         """Driver-specific checks of a dispatch (binding and constant counts, limits)."""
 
-    def check_direct_binding(self, binding: ResolvedBinding, what: str) -> None:
-        """Driver-specific checks of a direct dispatch binding (alignment, range limits)."""
+    def check_direct_binding(self, entry: Any, index: int, binding: ResolvedBinding,
+                             what: str) -> None:
+        """Driver-specific checks of direct binding `index` of a dispatch of `entry`
+        (alignment, range limits)."""
 
     # -- recording ----------------------------------------------------------------------------
     @property
@@ -147,7 +149,7 @@ class DeferredCommandBuffer(CommandBuffer):
         for i, ref in enumerate(bindings):
             resolved = self._check_ref(ref, f"{what}: binding {i}")
             if resolved is not None:
-                self.check_direct_binding(resolved, f"{what}: binding {i}")
+                self.check_direct_binding(entry, i, resolved, f"{what}: binding {i}")
         packed = struct.pack(f"<{len(constants)}I", *[int(c) & 0xFFFFFFFF for c in constants])
         self.commands.append(Dispatch(executable, ordinal, entry, name, grid,  # type: ignore
                                       packed, tuple(bindings)))

@@ -126,6 +126,19 @@ def test_a_texel_binding_beyond_max_texel_buffer_elements_is_refused(device, rng
     with pytest.raises(DeviceError, match=r"maxTexelBufferElements \(" + str(limit)):
         run(device, kernel, compiled, [x, np.ones(cols, np.float32)],
             np.zeros(rows, np.float32))
+    # A direct binding is checked when the dispatch is recorded.
+    exe = device.create_executable("vulkan-spirv-fb", pack_executable([compiled],
+                                                                      texel_profile()))
+    buffers = [device.allocator.allocate(a.nbytes) for a in (x, np.ones(cols, np.float32),
+                                                             np.zeros(rows, np.float32))]
+    cb = device.create_command_buffer()
+    with pytest.raises(DeviceError, match=r"binding 0: .*maxTexelBufferElements"):
+        cb.dispatch(exe, 0, compiled.workgroup_count, [],
+                    [BindingRef(b, 0, b.size) for b in buffers])
+    cb.release()
+    exe.release()
+    for b in buffers:
+        b.release()
     plain = compile_kernel(kernel, VULKAN_PROFILES["default"], strategy="fallback")
     assert plain.texel_bindings == ()
 
