@@ -11,6 +11,7 @@ import pytest
 from irtk.compiler.codegen.spirv import compile_kernel
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
 from irtk.compiler.targets import VULKAN_PROFILES
+from spirv import tools
 
 from .kernels import (INT_MAX, INT_MIN, OP_CASES, case_id, elementwise, identity, projection,
                       random_input, single_op)
@@ -96,10 +97,13 @@ def test_unrolled_2d_grid_with_a_tail(vulkan, rng):
 
 
 def test_unrolled_2d_grid_without_a_tail(vulkan, rng):
-    size = 128 * 8 * 256  # exact cover: no bounds check
+    # Exact cover: no bounds check. Units of 4 iterations where the profile runs quads.
+    quads = vulkan.profile.texel_buffer_loads
+    size = 128 * 8 * 256 * (4 if quads else 1)
     kernel = single_op("arith.subf", ["f32", "f32"], "f32", shape=(size,))
     compiled = vulkan.compile(kernel, max_workgroup_count=128)
     assert compiled.workgroup_count == (128, 2, 1)
+    assert ("ArrayStride 16" in tools.disassemble(compiled.code)) == quads
     inputs = _random_inputs(rng, kernel)
     _check(kernel, vulkan.run(kernel, inputs, compiled), inputs)
 
@@ -366,3 +370,46 @@ def test_default_profile_kernels_run_on_every_device(vulkan, rng):
     compiled = compile_kernel(kernel, VULKAN_PROFILES["default"])
     inputs = [random_input(rng, "f32", (300,), "exp"), random_input(rng, "f32", (300,))]
     _check(kernel, vulkan.run(kernel, inputs, compiled), inputs)
+
+
+def test_quads_read_each_operand_by_its_kind(vulkan, rng):
+    """Quads (4 iterations a unit, profiles with texel-buffer loads): a row-major input and a
+    broadcast row vector read 4 elements at once, a per-row value once per quad, a transposed
+    input element by element; an i32 output and linalg.index ride along; the reference result
+    everywhere."""
+    from irtk.compiler.codegen.spirv.elementwise import (CONTIGUOUS, SCATTERED, UNIFORM,
+                                                         quad_kinds)
+    rows, cols = 6, 8
+    maps = [identity(2), projection(2, [0]), projection(2, [1, 0]), projection(2, [1])]
+    ops = [Op("arith.addf", (0, 1), "f32"), Op("arith.mulf", (6, 2), "f32"),   # 6, 7
+           Op("arith.addf", (7, 3), "f32"),                                   # 8
+           Op("linalg.index", (), "i32", int_value=1), Op("arith.fptosi", (8,), "i32"),
+           Op("arith.addi", (9, 10), "i32")]                                  # 9, 10, 11
+    kernel = elementwise("quads", (rows, cols), ["f32"] * 4, ["f32", "i32"], ops, [8, 11],
+                         maps, [(rows, cols), (rows,), (cols, rows), (cols,)])
+    kinds = quad_kinds(kernel, vulkan.profile)
+    if vulkan.profile.texel_buffer_loads:
+        assert kinds == [CONTIGUOUS, UNIFORM, SCATTERED, CONTIGUOUS, CONTIGUOUS, CONTIGUOUS]
+    else:
+        assert kinds is None
+    inputs = _random_inputs(rng, kernel)
+    inputs = [x * 4 for x in inputs]   # fptosi of values well inside the i32 range
+    _check(kernel, vulkan.run(kernel, inputs), inputs)
+
+
+def test_quad_kinds_follow_the_offsets():
+    """Quad kinds from the offset terms alone: a row of 6 is not a multiple of 4, so a
+    broadcast row vector wraps inside a quad, and a per-row value changes inside one."""
+    from irtk.compiler.codegen.spirv.elementwise import (CONTIGUOUS, SCATTERED, UNIFORM,
+                                                         offset_terms, quad_kind)
+    ranges = (4, 6)
+    row = Operand(0, "f32", (6,), projection(2, [1]))
+    per_row = Operand(0, "f32", (4,), projection(2, [0]))
+    whole = Operand(0, "f32", (4, 6), identity(2))
+    assert quad_kind(*offset_terms(ranges, whole)) == CONTIGUOUS
+    assert quad_kind(*offset_terms(ranges, row)) == SCATTERED
+    assert quad_kind(*offset_terms(ranges, per_row)) == SCATTERED
+    assert quad_kind(*offset_terms((4, 8), Operand(0, "f32", (8,), projection(2, [1])))) == \
+        CONTIGUOUS
+    assert quad_kind(*offset_terms((4, 8), Operand(0, "f32", (4,), projection(2, [0])))) == \
+        UNIFORM

@@ -13,6 +13,14 @@ Operand offsets are computed straight from the linear iteration index: each oper
 map, folded with its row-major strides, is a linear form in the loop indices, and runs of loop
 dimensions that the form walks contiguously collapse into one `(index / stride) % extent`
 term, so an identity map costs nothing and a broadcast costs one division or remainder.
+
+Quads (profiles with texel-buffer loads, where every output is contiguous and the iteration
+count a multiple of 4): the unit of work is 4 consecutive iterations instead of one. Each
+operand is read once per quad where its offsets allow — one 16-byte load or texel fetch where
+the 4 iterations read 4 consecutive, 16-byte aligned elements (`CONTIGUOUS`), one element
+where they all read the same one (`UNIFORM`), else one per iteration — and each output is
+written with one 16-byte store: lavapipe loads and stores lane by lane, so the per-instruction
+cost falls by 4 (docs/codegen_spirv.md).
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Dim,
                           ExecutionMode, ExecutionModel, ImageFormat, MemoryModel, Op as SpvOp,
                           SelectionControl, StorageClass)
 
-from irtk.compiler.kernel import Kernel, Operand
+from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -123,6 +131,36 @@ def offset_terms(loop_ranges: tuple[int, ...], operand: Operand) -> tuple[tuple[
     return tuple(terms), const
 
 
+CONTIGUOUS, UNIFORM, SCATTERED = "contiguous", "uniform", "scattered"
+
+
+def quad_kind(terms: tuple[_Term, ...], const: int) -> str:
+    """How an operand's offsets move over iterations 4q .. 4q + 3: `CONTIGUOUS` (4 consecutive
+    elements from a multiple of 4), `UNIFORM` (one element) or `SCATTERED`. A term whose
+    divisor is a multiple of 4 is the same for all four; the one with divisor 1 steps by its
+    coefficient, and wraps inside the quad unless its modulus is a multiple of 4."""
+    moving = [t for t in terms if t.divisor % 4]
+    if not moving:
+        return UNIFORM
+    if len(moving) == 1 and moving[0].divisor == 1 and moving[0].coefficient == 1 and \
+            moving[0].modulus % 4 == 0 and const % 4 == 0 and \
+            all(t.coefficient % 4 == 0 for t in terms if t.divisor % 4 == 0):
+        return CONTIGUOUS
+    return SCATTERED
+
+
+def quad_kinds(kernel: Kernel, profile: VulkanProfile) -> list[str] | None:
+    """Each operand's `quad_kind` when the kernel runs in quads on `profile`, else None."""
+    if not profile.texel_buffer_loads or kernel.iteration_count % 4 or \
+            kernel.iteration_count == 0:
+        return None
+    kinds = [quad_kind(*offset_terms(kernel.loop_ranges, o))
+             for o in kernel.inputs + kernel.outputs]
+    if any(k != CONTIGUOUS for k in kinds[len(kernel.inputs):]):
+        return None
+    return kinds
+
+
 def accepts(kernel: Kernel) -> bool:
     """Whether this strategy handles the kernel: all loops parallel, static shapes, no params
     or gathers, f32/i32 buffers, and a body of ops on f32/i32/i1 that `scalar_ops` supports."""
@@ -192,8 +230,11 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
     grid with small kernels).
     """
     check_kernel(kernel)
-    plan = plan_launch(kernel.iteration_count, len(kernel.ops), profile, max_workgroup_count)
-    generator = _Generator(kernel, plan, profile)
+    kinds = quad_kinds(kernel, profile)
+    step = 1 if kinds is None else 4      # iterations per unit of work
+    plan = plan_launch(kernel.iteration_count // step, step * len(kernel.ops), profile,
+                       max_workgroup_count)
+    generator = _Generator(kernel, plan, profile, kinds)
     code, bindings = generator.build()
     validate(code, profile.vulkan_env, kernel.name)
     needs: dict[str, int | bool] = {"max_workgroup_invocations": plan.workgroup_size}
@@ -208,14 +249,19 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
         push_constant_count=0,
         requirements=needs,
         texel_bindings=tuple(sorted(generator.texel_bindings)),
+        grid=Grid(GridAxis(tuple(range(len(kernel.loop_ranges))), step * plan.per_workgroup),
+                  linear=True),
     )
 
 
 class _Generator:
     """Builds the module for one kernel; see the module docstring for the scheme."""
 
-    def __init__(self, kernel: Kernel, plan: LaunchPlan, profile: VulkanProfile) -> None:
+    def __init__(self, kernel: Kernel, plan: LaunchPlan, profile: VulkanProfile,
+                 quads: list[str] | None = None) -> None:
         self.kernel, self.plan, self.profile = kernel, plan, profile
+        self.quads = quads            # per operand, its quad kind; None: one iteration a unit
+        self.quad_views: dict[int, int] = {}   # written binding -> its uvec4 variable
         self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         self.operands = kernel.inputs + kernel.outputs
         self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]
@@ -235,7 +281,8 @@ class _Generator:
         fn = e.finish_function(self.kernel.name)
         interface = list(self.interface)
         if self.profile.spirv_version >= (1, 4):  # from 1.4 every global is in the interface
-            interface += list(dict.fromkeys(self.buffers.values()))
+            interface += list(dict.fromkeys(self.buffers.values())) + \
+                list(self.quad_views.values())
         b.entry_point(ExecutionModel.GLCompute, fn, self.kernel.name, interface)
         b.execution_mode(fn, ExecutionMode.LocalSize, self.plan.workgroup_size, 1, 1)
         e.declare_float_modes(fn)
@@ -285,6 +332,18 @@ class _Generator:
             role = "in" if i < n_in else "out"
             b.name(var, f"{role}{i if i < n_in else i - n_in}_b{operand.binding}")
             self.buffers[key] = var
+        if self.quads is not None:
+            for binding in sorted(written):
+                v4 = b.type_vector(e.u32, 4)
+                block = b.type_struct([b.type_runtime_array(v4, stride=16)])
+                b.decorate(block, Decoration.Block)
+                b.member_decorate(block, 0, Decoration.Offset, 0)
+                var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
+                                 StorageClass.StorageBuffer)
+                b.decorate(var, Decoration.DescriptorSet, 0)
+                b.decorate(var, Decoration.Binding, binding)
+                b.name(var, f"quads_b{binding}")
+                self.quad_views[binding] = var
         bindings = sorted({o.binding for o in self.operands})
         return [(binding, binding not in written) for binding in bindings]
 
@@ -315,17 +374,25 @@ class _Generator:
             index = base if k == 0 else e.op(SpvOp.IAdd, e.u32, base,
                                              e.u32c(k * plan.workgroup_size))
             if not plan.bounds_check:
-                _Iteration(self, index).emit()
+                self._unit(index)
                 continue
             inside = e.op(SpvOp.ULessThan, e.bool, index, e.u32c(plan.iterations))
             then, merge = e.new_id(), e.new_id()
             e.op_void(SpvOp.SelectionMerge, merge, SelectionControl.None_)
             e.op_void(SpvOp.BranchConditional, inside, then, merge)
             e.label(then)
-            _Iteration(self, index).emit()
+            self._unit(index)
             e.op_void(SpvOp.Branch, merge)
             e.label(merge)
         e.op_void(SpvOp.Return)
+
+
+    def _unit(self, index: int) -> None:
+        """The code for unit `index`: one iteration, or the quad of iterations 4 * index + j."""
+        if self.quads is None:
+            _Iteration(self, index).emit()
+        else:
+            _Quad(self, index).emit()
 
 
 class _Iteration:
@@ -391,24 +458,87 @@ class _Iteration:
         term = _Term(math.prod(ranges[dim + 1:]), 0 if dim == outer else ranges[dim], 1)
         return e.op(SpvOp.Bitcast, e.i32, self._term_value(term))
 
-    def emit(self) -> None:
-        e, kernel = self.e, self.kernel
-        values: list[int] = []
-        types: list[str] = []
-        for i, operand in enumerate(self.gen.operands):
-            elem = e.scalar_type(operand.element_type)
-            if i not in self.gen.used:
-                values.append(0)
-            elif operand.binding in self.gen.texel_bindings:
-                values.append(self._fetch(i, elem))
-            else:
-                values.append(e.op(SpvOp.Load, elem, self._pointer(i)))
-            types.append(operand.element_type)
-        for op in kernel.ops:
+    def load(self, operand_index: int) -> int:
+        """Operand `operand_index`'s element at this iteration."""
+        operand = self.gen.operands[operand_index]
+        elem = self.e.scalar_type(operand.element_type)
+        if operand.binding in self.gen.texel_bindings:
+            return self._fetch(operand_index, elem)
+        return self.e.op(SpvOp.Load, elem, self._pointer(operand_index))
+
+    def compute(self, values: list[int]) -> list[int]:
+        """The body ops on the operands' `values` (0 for unused ones): every value."""
+        types = [o.element_type for o in self.gen.operands]
+        values = list(values)
+        for op in self.kernel.ops:
             call = OpCall(op, [values[v] for v in op.operands], [types[v] for v in op.operands],
                           self.loop_index)
-            values.append(emit_op(e, call))
+            values.append(emit_op(self.e, call))
             types.append(op.result_type)
-        first_output = len(kernel.inputs)
-        for o, v in enumerate(kernel.yields):
-            e.op_void(SpvOp.Store, self._pointer(first_output + o), values[v])
+        return values
+
+    def emit(self) -> None:
+        values = self.compute([self.load(i) if i in self.gen.used else 0
+                               for i in range(len(self.gen.operands))])
+        first_output = len(self.kernel.inputs)
+        for o, v in enumerate(self.kernel.yields):
+            self.e.op_void(SpvOp.Store, self._pointer(first_output + o), values[v])
+
+
+class _Quad:
+    """The code for iterations 4u .. 4u + 3 (module docstring, "Quads")."""
+
+    def __init__(self, gen: _Generator, unit: int) -> None:
+        self.gen, self.e = gen, gen.e
+        base = self.e.op(SpvOp.IMul, self.e.u32, unit, self.e.u32c(4))
+        self.iterations = [_Iteration(gen, base if j == 0 else
+                                      self.e.op(SpvOp.IAdd, self.e.u32, base, self.e.u32c(j)))
+                           for j in range(4)]
+
+    def _words(self, operand_index: int) -> list[int]:
+        """The 4 words of a `CONTIGUOUS` operand's quad: one texel fetch or uvec4 load."""
+        e, b, gen = self.e, self.e.b, self.gen
+        operand = gen.operands[operand_index]
+        v4 = b.type_vector(e.u32, 4)
+        index = e.op(SpvOp.ShiftRightLogical, e.u32, self.iterations[0].offset(operand_index),
+                     e.u32c(2))
+        if operand.binding in gen.texel_bindings:
+            image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
+            image = e.op(SpvOp.Load, image_type,
+                         gen.buffers[(operand.binding, operand.element_type)])
+            words = e.op(SpvOp.ImageFetch, v4, image, index)
+        else:
+            words = e.op(SpvOp.Load, v4, self._quad_pointer(operand.binding, index))
+        return [e.op(SpvOp.CompositeExtract, e.u32, words, j) for j in range(4)]
+
+    def _quad_pointer(self, binding: int, index: int) -> int:
+        e, b = self.e, self.e.b
+        return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer,
+                                                      b.type_vector(e.u32, 4)),
+                    self.gen.quad_views[binding], e.u32c(0), index)
+
+    def emit(self) -> None:
+        e, gen = self.e, self.gen
+        per: list[list[int]] = [[] for _ in range(4)]   # operand values of each iteration
+        for i, operand in enumerate(gen.operands):
+            kind = gen.quads[i]  # type: ignore[index]
+            if i not in gen.used:
+                values = [0] * 4
+            elif kind == CONTIGUOUS:
+                elem = e.scalar_type(operand.element_type)
+                values = [e.op(SpvOp.Bitcast, elem, w) for w in self._words(i)]
+            elif kind == UNIFORM:
+                values = [self.iterations[0].load(i)] * 4
+            else:
+                values = [it.load(i) for it in self.iterations]
+            for j in range(4):
+                per[j].append(values[j])
+        results = [it.compute(values) for it, values in zip(self.iterations, per)]
+        first_output = len(gen.kernel.inputs)
+        for o, v in enumerate(gen.kernel.yields):
+            operand = gen.operands[first_output + o]
+            words = [e.op(SpvOp.Bitcast, e.u32, r[v]) for r in results]
+            quad = e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 4), *words)
+            index = e.op(SpvOp.ShiftRightLogical, e.u32,
+                         self.iterations[0].offset(first_output + o), e.u32c(2))
+            e.op_void(SpvOp.Store, self._quad_pointer(operand.binding, index), quad)

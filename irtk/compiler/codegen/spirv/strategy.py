@@ -21,7 +21,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from irtk.compiler.kernel import Grid, GridAxis, Kernel
+from irtk.compiler.kernel import Kernel
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -99,12 +99,7 @@ def _fallback(kernel: Kernel, profile: VulkanProfile, _: int) -> SpirvKernel:
 def _elementwise(kernel: Kernel, profile: VulkanProfile, max_groups: int) -> SpirvKernel | None:
     if not elementwise.accepts(kernel):
         return None
-    compiled = elementwise.compile_kernel(kernel, profile, max_workgroup_count=max_groups)
-    per_workgroup = compiled.workgroup_size[0] * elementwise.plan_launch(
-        kernel.iteration_count, len(kernel.ops), profile, max_groups).per_invocation
-    compiled.grid = Grid(GridAxis(tuple(range(len(kernel.loop_ranges))), per_workgroup),
-                         linear=True)
-    return compiled
+    return elementwise.compile_kernel(kernel, profile, max_workgroup_count=max_groups)
 
 
 _BUILDERS: dict[str, Callable[[Kernel, VulkanProfile, int], SpirvKernel | None]] = {
