@@ -38,11 +38,16 @@ def _format(value, style: int) -> str:
     """A float written as MLIR allows: 1.5, 1.5e+00, or 2. (a bare trailing dot)."""
     if isinstance(value, (int, np.integer)):
         return str(int(value))
+    # repr writes the tiniest subnormals without a dot ("5e-324"), which MLIR reads as an
+    # integer followed by junk: give it one.
+    text = repr(float(value))
+    if "." not in text:
+        text = text.replace("e", ".0e")
     if style == 0:
-        return repr(float(value))
+        return text
     if style == 1:
         return f"{float(value):.17e}"   # enough digits to round-trip
-    return f"{float(value):.0f}." if float(value).is_integer() else repr(float(value))
+    return f"{float(value):.0f}." if float(value).is_integer() else text
 
 
 def _nested(array: np.ndarray, style: int) -> str:
