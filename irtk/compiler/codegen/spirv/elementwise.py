@@ -27,14 +27,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Dim,
-                          ExecutionMode, ExecutionModel, ImageFormat, MemoryModel, Op as SpvOp,
-                          SelectionControl, StorageClass)
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
+                          ExecutionModel, MemoryModel, Op as SpvOp, SelectionControl,
+                          StorageClass)
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
+from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
 from .emitter import Emitter
 from .executable import SpirvKernel, validate
 from .scalar_ops import OPS, OpCall, emit_op
@@ -304,46 +305,19 @@ class _Generator:
                 # variable per binding, whatever the element types read from it.
                 same = [v for (binding, _), v in self.buffers.items()
                         if binding == operand.binding]
-                if same:
-                    self.buffers[key] = same[0]
-                    continue
-                b.capability(Capability.SampledBuffer)
-                image = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
-                var = b.variable(b.type_pointer(StorageClass.UniformConstant, image),
-                                 StorageClass.UniformConstant)
-                b.decorate(var, Decoration.DescriptorSet, 0)
-                b.decorate(var, Decoration.Binding, operand.binding)
-                b.name(var, f"in{i}_t{operand.binding}")
-                self.buffers[key] = var
+                self.buffers[key] = same[0] if same else \
+                    texel_buffer(e, operand.binding, f"in{i}_t{operand.binding}")
                 self.texel_bindings.add(operand.binding)
                 continue
-            elem = e.scalar_type(operand.element_type)
-            block = b.type_struct([b.type_runtime_array(elem, stride=4)])
-            b.decorate(block, Decoration.Block)
-            b.member_decorate(block, 0, Decoration.Offset, 0)
-            if operand.binding not in written:
-                b.member_decorate(block, 0, Decoration.NonWritable)
-            elif operand.binding not in read:
-                b.member_decorate(block, 0, Decoration.NonReadable)
-            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                             StorageClass.StorageBuffer)
-            b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, operand.binding)
             role = "in" if i < n_in else "out"
-            b.name(var, f"{role}{i if i < n_in else i - n_in}_b{operand.binding}")
-            self.buffers[key] = var
+            self.buffers[key] = storage_buffer(
+                e, operand.binding, e.scalar_type(operand.element_type), 4,
+                f"{role}{i if i < n_in else i - n_in}_b{operand.binding}",
+                writable=operand.binding in written, readable=operand.binding in read)
         if self.quads is not None:
             for binding in sorted(written):
-                v4 = b.type_vector(e.u32, 4)
-                block = b.type_struct([b.type_runtime_array(v4, stride=16)])
-                b.decorate(block, Decoration.Block)
-                b.member_decorate(block, 0, Decoration.Offset, 0)
-                var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                                 StorageClass.StorageBuffer)
-                b.decorate(var, Decoration.DescriptorSet, 0)
-                b.decorate(var, Decoration.Binding, binding)
-                b.name(var, f"quads_b{binding}")
-                self.quad_views[binding] = var
+                self.quad_views[binding] = storage_buffer(
+                    e, binding, b.type_vector(e.u32, 4), 16, f"quads_b{binding}")
         bindings = sorted({o.binding for o in self.operands})
         return [(binding, binding not in written) for binding in bindings]
 
@@ -434,17 +408,10 @@ class _Iteration:
     def _fetch(self, operand_index: int, elem: int) -> int:
         """A read-only operand's element from its texel buffer: component offset % 4 of
         texel offset / 4."""
-        e, b = self.e, self.e.b
+        e = self.e
         operand = self.gen.operands[operand_index]
-        offset = self.offset(operand_index)
-        image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
-        image = e.op(SpvOp.Load, image_type, self.gen.buffers[(operand.binding,
-                                                               operand.element_type)])
-        texel = e.op(SpvOp.ImageFetch, b.type_vector(e.u32, 4), image,
-                     e.op(SpvOp.ShiftRightLogical, e.u32, offset, e.u32c(2)))
-        word = e.op(SpvOp.VectorExtractDynamic, e.u32, texel,
-                    e.op(SpvOp.BitwiseAnd, e.u32, offset, e.u32c(3)))
-        return e.op(SpvOp.Bitcast, elem, word)
+        var = self.gen.buffers[(operand.binding, operand.element_type)]
+        return e.op(SpvOp.Bitcast, elem, fetch_word(e, var, self.offset(operand_index)))
 
     def loop_index(self, dim: int) -> int:
         """linalg.index: loop index `dim` of this iteration as an i32."""
@@ -503,10 +470,7 @@ class _Quad:
         index = e.op(SpvOp.ShiftRightLogical, e.u32, self.iterations[0].offset(operand_index),
                      e.u32c(2))
         if operand.binding in gen.texel_bindings:
-            image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
-            image = e.op(SpvOp.Load, image_type,
-                         gen.buffers[(operand.binding, operand.element_type)])
-            words = e.op(SpvOp.ImageFetch, v4, image, index)
+            words = fetch(e, gen.buffers[(operand.binding, operand.element_type)], index)
         else:
             words = e.op(SpvOp.Load, v4, self._quad_pointer(operand.binding, index))
         return [e.op(SpvOp.CompositeExtract, e.u32, words, j) for j in range(4)]

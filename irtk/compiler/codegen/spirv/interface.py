@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Dim,
-                          ExecutionMode, GLSLstd450, ImageFormat,
+from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
+                          ExecutionMode, GLSLstd450,
                           ExecutionModel, MemoryModel, MemorySemantics, Op as SpvOp, Scope,
                           StorageClass)
 
@@ -30,6 +30,7 @@ from irtk.compiler.kernel import Extent, Grid, Kernel, Operand, element_bit_widt
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
+from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
 from .emitter import Emitter
 from .executable import SpirvKernel
 from .typed_ops import float_bits, float_from_bits, is_float, register_class, wrap
@@ -85,39 +86,20 @@ class ShaderInterface:
             self.uses_int64 = True
 
     def _declare_buffers(self) -> None:
-        e, b = self.e, self.e.b
+        e = self.e
         written = {o.binding for o in self.kernel.outputs}
         for operand in self.operands:
             if operand.binding in self.buffers:
                 continue
-            if self.profile.texel_buffer_loads and operand.binding not in written:
-                self._declare_texel_buffer(operand.binding)
-                continue
-            block = b.type_struct([b.type_runtime_array(e.u32, stride=4)])
-            b.decorate(block, Decoration.Block)
-            b.member_decorate(block, 0, Decoration.Offset, 0)
-            if operand.binding not in written:
-                b.member_decorate(block, 0, Decoration.NonWritable)
-            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                             StorageClass.StorageBuffer)
-            b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, operand.binding)
-            b.name(var, f"b{operand.binding}")
-            self.buffers[operand.binding] = var
+            binding = operand.binding
+            if self.profile.texel_buffer_loads and binding not in written:
+                var = texel_buffer(e, binding, f"t{binding}")
+                self.texel_bindings.add(binding)
+            else:
+                var = storage_buffer(e, binding, e.u32, 4, f"b{binding}",
+                                              writable=binding in written)
+            self.buffers[binding] = var
             self.globals.append(var)
-
-    def _declare_texel_buffer(self, binding: int) -> None:
-        e, b = self.e, self.e.b
-        b.capability(Capability.SampledBuffer)
-        image = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
-        var = b.variable(b.type_pointer(StorageClass.UniformConstant, image),
-                         StorageClass.UniformConstant)
-        b.decorate(var, Decoration.DescriptorSet, 0)
-        b.decorate(var, Decoration.Binding, binding)
-        b.name(var, f"t{binding}")
-        self.buffers[binding] = var
-        self.texel_bindings.add(binding)
-        self.globals.append(var)
 
     def _declare_push_constants(self) -> int | None:
         words = self.push_constant_count
@@ -303,34 +285,27 @@ class ShaderInterface:
         return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, e.u32),
                     self.buffers[binding], e.u32c(0), word_index)
 
-    def _fetch(self, binding: int, texel: int) -> int:
-        """Texel `texel` (u32) of a texel-buffer binding: four words (uvec4)."""
-        e, b = self.e, self.e.b
-        image_type = b.type_image(e.u32, Dim.Buffer, 1, ImageFormat.Unknown)
-        image = e.op(SpvOp.Load, image_type, self.buffers[binding])
-        return e.op(SpvOp.ImageFetch, b.type_vector(e.u32, 4), image, texel)
-
     def load_words(self, binding: int, first: int, count: int) -> list[int]:
         """`count` (1, 2, 4 or 8) consecutive words (u32) from word `first` (u32, a multiple of
         `count`) of a binding: texel fetches, or a uvec4 load (4) or word loads from a storage
         buffer (`load_wide` has the 64-bit storage loads)."""
         e, b = self.e, self.e.b
         if binding in self.texel_bindings:
+            var = self.buffers[binding]
+            if count == 1:
+                return [fetch_word(e, var, first)]
+            texel = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
             if count >= 4:
-                texel = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
                 out = []
                 for t in range(count // 4):
                     at = texel if t == 0 else e.op(SpvOp.IAdd, e.u32, texel, e.u32c(t))
-                    words = self._fetch(binding, at)
+                    words = fetch(e, var, at)
                     out += [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
                 return out
-            words = self._fetch(binding, e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2)))
+            words = fetch(e, var, texel)
             component = e.op(SpvOp.BitwiseAnd, e.u32, first, e.u32c(3))
-            out = []
-            for i in range(count):
-                c = component if i == 0 else e.op(SpvOp.IAdd, e.u32, component, e.u32c(i))
-                out.append(e.op(SpvOp.VectorExtractDynamic, e.u32, words, c))
-            return out
+            return [e.op(SpvOp.VectorExtractDynamic, e.u32, words, component if i == 0 else
+                         e.op(SpvOp.IAdd, e.u32, component, e.u32c(i))) for i in range(count)]
         if count == 4:
             v4 = b.type_vector(e.u32, 4)
             view = self.read_only_view(binding, v4, 16)
@@ -377,15 +352,8 @@ class ShaderInterface:
         byte."""
         key = (binding, vector_type)
         if key not in self._vector_views:
-            b = self.e.b
-            block = b.type_struct([b.type_runtime_array(vector_type, stride=stride)])
-            b.decorate(block, Decoration.Block)
-            b.member_decorate(block, 0, Decoration.Offset, 0)
-            b.member_decorate(block, 0, Decoration.NonWritable)
-            var = b.variable(b.type_pointer(StorageClass.StorageBuffer, block),
-                             StorageClass.StorageBuffer)
-            b.decorate(var, Decoration.DescriptorSet, 0)
-            b.decorate(var, Decoration.Binding, binding)
+            var = storage_buffer(self.e, binding, vector_type, stride,
+                                          f"b{binding}_x{stride}", writable=False)
             self._vector_views[key] = var
             self.globals.append(var)
         return self._vector_views[key]
