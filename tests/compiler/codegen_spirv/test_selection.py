@@ -77,11 +77,12 @@ def test_matmul_tiles_in_shared_memory_on_gpus_and_reads_directly_on_cpu_drivers
     assert gpu.requirements["shared_memory_bytes"] == 4 * 16 * 128
     cpu = compile_kernel(kernel, VULKAN_PROFILES["llvmpipe"])
     assert cpu.workgroup_size == (8, 1, 1) and "shared_memory_bytes" not in cpu.requirements
-    assert cpu.requirements["subgroup_size"] == 8           # A shared by subgroup broadcasts
-    assert cpu.grid == Grid(GridAxis((1,), 32), GridAxis((0,), 16), GridAxis(()))  # 16 x 4
+    # Texel fetches of 4 k values of A and 4 columns of B, 8 x 4 per lane, no broadcasts.
+    assert "subgroup_size" not in cpu.requirements and cpu.texel_bindings == (0, 1)
+    assert cpu.grid == Grid(GridAxis((1,), 32), GridAxis((0,), 8), GridAxis(()))
     swiftshader = compile_kernel(kernel, VULKAN_PROFILES["swiftshader"])
     assert swiftshader.workgroup_size == (4, 1, 1)
-    assert swiftshader.requirements["subgroup_size"] == 4
+    assert swiftshader.requirements["subgroup_size"] == 4   # A shared by subgroup broadcasts
     assert swiftshader.grid == Grid(GridAxis((1,), 16), GridAxis((0,), 16), GridAxis(()))
     plain = compile_kernel(kernel, VulkanProfile("cpu", cpu_device=True))
     assert plain.workgroup_size == (8, 1, 1) and "subgroup_size" not in plain.requirements

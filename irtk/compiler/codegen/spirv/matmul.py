@@ -48,6 +48,7 @@ MIN_EXTENT = 8
 MIN_K = 8
 CONV_RM, CONV_RN = 4, 4
 LARGE_WORK = 1 << 26     # multiply-adds from which software drivers' matmuls use larger blocks
+TEXEL_RM, TEXEL_RN = 8, 4  # the block per invocation where inputs are texel buffers
 _WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp",
                        "arith.uitofp"})
 
@@ -205,8 +206,14 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
     for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
         if isinstance(ranges[d], int) and ranges[d] < least:
             return None
-    tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k],
-                        rounded=register_class(c.acc_type) != c.acc_type)
+    rounded = register_class(c.acc_type) != c.acc_type
+    tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k], rounded=rounded)
+    if profile.texel_buffer_loads and not rounded and vector_friendly(kernel, c):
+        # Texel fetches are cheap enough that sharing A through broadcasts no longer pays:
+        # 4 k values of A and 4 columns of B per fetch (docs/codegen_spirv.md, "Contractions").
+        lanes = profile.subgroup_size or 8
+        return Tiling(TEXEL_RM, TEXEL_RN * lanes, 1, TEXEL_RM, TEXEL_RN, shared=False,
+                      vector=True)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
     # Wide loads (lavapipe): 64-bit storage loads, or texel fetches.
