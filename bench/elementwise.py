@@ -5,7 +5,8 @@ the same drivers when an IREE environment is given (`--iree-python`, e.g. a venv
     .venv/bin/python bench/elementwise.py [--iree-python PATH] [--reps N]
 
 Prints one table: median seconds per call, inputs already on the host (irtk and IREE time a
-whole call: argument upload, dispatch, wait, result download).
+whole call: argument upload, dispatch, wait, result download). On Vulkan, irtk's module is
+compiled for the device's profile (`--vulkan-target swiftshader` / `llvmpipe`).
 """
 from __future__ import annotations
 
@@ -65,9 +66,13 @@ def main() -> None:
         w = rng.standard_normal(COLS).astype(np.float32)
         cells = [median_time(lambda: np.exp(-x * x) * w + np.maximum(x, 0), args.reps)]
         text = program(rows)
-        vmfb = irtk.compile_str(text, target="vulkan-spirv,cpu")
+        portable = irtk.compile_str(text, target="vulkan-spirv,cpu")
         for device in DEVICES:
             try:
+                # Vulkan devices run code compiled for their profile (`--vulkan-target`), as
+                # IREE compiles for llvmpipe on lavapipe; the CPU drivers the portable module.
+                vmfb = portable if device.startswith("local") else irtk.compile_str(
+                    text, target="vulkan-spirv", vulkan_target=device.split("://")[1])
                 m = irtk.load(vmfb, device=device)
             except irtk.Error:
                 cells.append(None)
