@@ -110,16 +110,15 @@ def texel_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[
     the limits. A range that ends mid-texel is rounded up into the buffer's own reserved bytes
     (buffers own their size rounded up to at least 16 bytes), as storage ranges are to words."""
     offset = _aligned_offset(device, ref, "minTexelBufferOffsetAlignment", what)
+    if ref.length == 0:
+        # A view needs at least one texel; point it at the buffer's own first one.
+        return ref.buffer.device_offset(0), TEXEL_BYTES
     max_texels = int(device.physical.limits["maxTexelBufferElements"])
-    texels = max(1, -(-ref.length // TEXEL_BYTES))
+    texels = -(-ref.length // TEXEL_BYTES)
     if texels > max_texels:
         raise DeviceError(f"{what}: binding of {ref.length} bytes is {texels} texels of 16 "
                           f"bytes, more than maxTexelBufferElements ({max_texels}) of device "
                           f"'{device.info.name}'")
-    resource = ref.buffer.resource
-    if offset + texels * TEXEL_BYTES > resource.offset + resource.reserved:
-        if ref.length:
-            raise DeviceError(f"{what}: binding of {ref.length} bytes at offset {ref.offset} "
-                              f"does not end on a 16-byte texel inside its buffer")
-        offset = ref.buffer.device_offset(0)  # empty: the buffer's own first texel
+    # The offset is texel-aligned and the buffer's reservation ends on an aligned boundary, so
+    # the rounded range stays inside the buffer's own bytes.
     return offset, texels * TEXEL_BYTES

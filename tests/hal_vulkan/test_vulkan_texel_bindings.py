@@ -143,6 +143,27 @@ def test_a_texel_binding_beyond_max_texel_buffer_elements_is_refused(device, rng
     assert plain.texel_bindings == ()
 
 
+def test_a_texel_binding_off_its_alignment_is_refused(device):
+    """A texel binding's offset must be a multiple of minTexelBufferOffsetAlignment; the error
+    names that limit, not the storage-buffer one."""
+    rows, cols = 8, 64
+    compiled = compile_kernel(scaled_sum(rows, cols), texel_profile(), strategy="fallback")
+    exe = device.create_executable("vulkan-spirv-fb", pack_executable([compiled],
+                                                                      texel_profile()))
+    sizes = (4 * rows * cols + 16, 4 * cols, 4 * rows)
+    buffers = [device.allocator.allocate(n) for n in sizes]
+    refs = [BindingRef(buffers[0], 4, 4 * rows * cols)] + \
+        [BindingRef(b, 0, b.size) for b in buffers[1:]]
+    cb = device.create_command_buffer()
+    with pytest.raises(DeviceError, match=r"binding 0: offset 4 is not a multiple of "
+                                          r"minTexelBufferOffsetAlignment"):
+        cb.dispatch(exe, 0, compiled.workgroup_count, [], refs)
+    cb.release()
+    exe.release()
+    for b in buffers:
+        b.release()
+
+
 def _with_binding(data: bytes, **fields) -> bytes:
     root = ve.ExecutableDefT.InitFromPackedBuf(data, 0)
     for name, value in fields.items():

@@ -387,11 +387,7 @@ class ShaderInterface:
         if bits == 64:
             first = e.op(SpvOp.ShiftLeftLogical, e.u32, e.op(SpvOp.Bitcast, e.u32, offset),
                          e.u32c(1))
-            if operand.binding in self.texel_bindings:
-                lo, hi = self.load_words(operand.binding, first, 2)
-            else:
-                lo, hi = (e.op(SpvOp.Load, e.u32, self._word_pointer(operand.binding, w))
-                          for w in (first, e.op(SpvOp.IAdd, e.u32, first, e.u32c(1))))
+            lo, hi = self.load_words(operand.binding, first, 2)
             return e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 2), lo, hi)
         word, shift = self._word_and_shift(offset, bits)
         value = self.load_words(operand.binding, word, 1)[0]
