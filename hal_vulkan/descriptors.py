@@ -50,15 +50,22 @@ def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int,
         infos + i
 
 
-def fill_texel_write(device: VulkanDevice, recording: Any, views: Any, writes: Any, i: int,
-                     dst_set: Any, number: int, resolved: ResolvedBinding, what: str) -> None:
-    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number`: a view of the
-    binding made for `recording` (which owns it: `Recording.buffer_view`), kept in
-    `views[i]`."""
-    offset, size = texel_range(device, resolved, what)
-    views[i] = recording.buffer_view(resolved.buffer.vk_buffer, offset, size)
-    _write(writes, i, dst_set, number, vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
-           ).pTexelBufferView = views + i
+def fill_texel_write(device: VulkanDevice, recording: Any, views: Any, view: int, writes: Any,
+                     i: int, dst_set: Any, number: int, resolved: ResolvedBinding, what: str,
+                     windows: tuple[int, int] | None = None) -> int:
+    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number`: views of the
+    binding made for `recording` (which owns them: `Recording.buffer_view`), kept in `views`
+    from slot `view` on; one view, or with `windows` = (count, texels) one per window. Returns
+    the next free slot."""
+    ranges = [texel_range(device, resolved, what)] if windows is None else \
+        window_ranges(device, resolved, windows[0], windows[1], what)
+    buffer = resolved.buffer.vk_buffer
+    for k, (offset, size) in enumerate(ranges):
+        views[view + k] = recording.buffer_view(buffer, offset, size)
+    write = _write(writes, i, dst_set, number, vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER)
+    write.descriptorCount = len(ranges)
+    write.pTexelBufferView = views + view
+    return view + len(ranges)
 
 
 def create_texel_view(device: VulkanDevice, buffer: Any, offset: int, size: int) -> Any:
@@ -122,3 +129,32 @@ def texel_range(device: VulkanDevice, ref: ResolvedBinding, what: str) -> tuple[
     # The offset is texel-aligned and the buffer's reservation ends on an aligned boundary, so
     # the rounded range stays inside the buffer's own bytes.
     return offset, texels * TEXEL_BYTES
+
+
+def window_ranges(device: VulkanDevice, ref: ResolvedBinding, count: int, texels: int,
+                  what: str) -> list[tuple[int, int]]:
+    """(device offset, range) of each of the `count` window views of a texel-buffer binding:
+    view k holds `texels` texels from texel k * texels / 2 (docs/codegen_spirv.md, "Texel
+    windows"), cut at the binding's end (rounded up to whole texels as in `texel_range`). A
+    window past the end, which the shader only reaches through an out-of-bounds access, views
+    the binding's start instead: every view stays inside the binding."""
+    align_name = "minTexelBufferOffsetAlignment"
+    offset = _aligned_offset(device, ref, align_name, what)
+    half = texels // 2 * TEXEL_BYTES
+    align = int(device.physical.limits[align_name])
+    if half % align:
+        raise DeviceError(f"{what}: texel windows start every {half} bytes, not a multiple of "
+                          f"{align_name} ({align}) of device '{device.info.name}'")
+    max_texels = int(device.physical.limits["maxTexelBufferElements"])
+    if texels > max_texels:
+        raise DeviceError(f"{what}: texel windows of {texels} texels are more than "
+                          f"maxTexelBufferElements ({max_texels}) of device "
+                          f"'{device.info.name}'")
+    if ref.length == 0:
+        return [(ref.buffer.device_offset(0), TEXEL_BYTES)] * count
+    size = -(-ref.length // TEXEL_BYTES) * TEXEL_BYTES
+    out = []
+    for k in range(count):
+        start = k * half if k * half < size else 0
+        out.append((offset + start, min(texels * TEXEL_BYTES, size - start)))
+    return out

@@ -9,7 +9,7 @@ through the device's persistent pipeline cache; the shader modules are destroyed
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
@@ -42,6 +42,10 @@ class EntryPoint:
     workgroup_size: tuple[int, int, int]
     push_descriptors: bool
     texel_bindings: frozenset[int] = frozenset()  # bound as uniform texel buffers
+    # texel bindings read through window views: binding -> (view count, texels per view)
+    texel_windows: dict[int, tuple[int, int]] = field(default_factory=dict, compare=False,
+                                                      hash=False)
+    texel_descriptors: int = 0  # texel-buffer views a dispatch binds (windows count each)
 
     @property
     def update_after_bind(self) -> bool:
@@ -155,7 +159,10 @@ def _build(device: VulkanDevice, spec: ExecutableSpec,
     return [EntryPoint(e.name, res.pipelines[i], res.pipeline_layouts[i], res.set_layouts[i],
                        tuple(b.binding for b in e.bindings), e.push_constant_count,
                        e.workgroup_size, push_flags[i],
-                       frozenset(b.binding for b in e.bindings if b.texel))
+                       frozenset(b.binding for b in e.bindings if b.texel),
+                       {b.binding: (b.window_count, b.window_texels)
+                        for b in e.bindings if b.window_count},
+                       sum(b.descriptor_count for b in e.bindings if b.texel))
             for i, e in enumerate(spec.entry_points)]
 
 
@@ -168,7 +175,7 @@ def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[A
     handle, tracker = device.handle, device.tracker
     bindings = [vk.VkDescriptorSetLayoutBinding(
         binding=b.binding, descriptorType=descriptor_type(b.texel),
-        descriptorCount=1, stageFlags=_COMPUTE) for b in entry.bindings]
+        descriptorCount=b.descriptor_count, stageFlags=_COMPUTE) for b in entry.bindings]
     flags = vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if push else 0
     binding_flags = None
     # Texel-buffer sets are written once per recording (update-after-bind of texel buffers

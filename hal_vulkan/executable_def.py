@@ -21,6 +21,7 @@ SPIRV_MAGIC = 0x07230203
 _BINDING_KINDS = (vulkan_executable.BindingKind.StorageBuffer,
                   vulkan_executable.BindingKind.UniformTexelBuffer)
 MAX_PUSH_CONSTANT_WORDS = 64  # 256 bytes, the largest maxPushConstantsSize in practice
+MAX_TEXEL_WINDOWS = 4096     # views per binding; devices allow far fewer texel descriptors
 
 # The schema's shape, for the bounds-checking walk: field -> (vtable slot, kind).
 # Kinds: a struct format for scalars, "string", "[u32]", a table name or "[Table]".
@@ -32,12 +33,14 @@ _SHAPE: dict[str, dict[str, tuple[int, str]]] = {
     "EntryPointDef": {"name": (0, "string"), "shader_module": (1, "<I"),
                       "workgroup_size": (2, "[u32]"), "bindings": (3, "[BindingDef]"),
                       "push_constant_count": (4, "<I")},
-    "BindingDef": {"binding": (0, "<I"), "read_only": (1, "<B"), "kind": (2, "<B")},
-    "RequirementsDef": {name: (i, "<B" if i in (1, 2, 3, 4, 5, 11, 12) else "<I")
+    "BindingDef": {"binding": (0, "<I"), "read_only": (1, "<B"), "kind": (2, "<B"),
+                   "window_count": (3, "<I"), "window_texels": (4, "<I")},
+    "RequirementsDef": {name: (i, "<B" if i in (1, 2, 3, 4, 5, 11, 12, 13) else "<I")
                         for i, name in enumerate(
         ("subgroup_size", "float16", "float64", "int8", "int16", "int64",
          "max_workgroup_invocations", "shared_memory_bytes", "push_constant_bytes",
-         "spirv_version", "vulkan_version", "storage_buffer_8bit", "storage_buffer_16bit"))},
+         "spirv_version", "vulkan_version", "storage_buffer_8bit", "storage_buffer_16bit",
+         "texel_array_indexing"))},
 }
 
 
@@ -46,6 +49,14 @@ class BindingSpec:
     binding: int
     read_only: bool
     texel: bool = False     # a uniform texel buffer (R32G32B32A32_UINT), not a storage buffer
+    # Texel buffers read through an array of `window_count` views (0: one view of the whole
+    # binding), view k holding `window_texels` texels from texel k * window_texels / 2.
+    window_count: int = 0
+    window_texels: int = 0
+
+    @property
+    def descriptor_count(self) -> int:
+        return self.window_count or 1
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,19 @@ class _Walker:
                 self.table(target, kind, here)
 
 
+def _check_windows(where: str, texel: bool, count: int, texels: int) -> None:
+    """Texel windows: both fields or neither, on a texel buffer, of a power-of-two size."""
+    if not count and not texels:
+        return
+    if not texel:
+        raise _fail(where, "only a texel buffer binding can have texel windows")
+    if not count or texels < 2 or texels & (texels - 1):
+        raise _fail(where, f"texel windows need a count and a power-of-two size of at least 2 "
+                           f"texels, found {count} window(s) of {texels} texel(s)")
+    if count > MAX_TEXEL_WINDOWS:
+        raise _fail(where, f"{count} texel windows is more than any device allows")
+
+
 def parse_executable(data: bytes | memoryview) -> ExecutableSpec:
     """Verify and unpack a "vulkan-spirv-fb" executable; raises VerificationError."""
     data = bytes(data)
@@ -192,7 +216,9 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
             texel = kind == vulkan_executable.BindingKind.UniformTexelBuffer
             if texel and not b.readOnly:
                 raise _fail(f"{where}.bindings[{j}]", "a texel buffer binding must be read-only")
-            bindings.append(BindingSpec(int(b.binding), bool(b.readOnly), texel))
+            count, texels = int(b.windowCount), int(b.windowTexels)
+            _check_windows(f"{where}.bindings[{j}]", texel, count, texels)
+            bindings.append(BindingSpec(int(b.binding), bool(b.readOnly), texel, count, texels))
         numbers = [b.binding for b in bindings]
         if len(set(numbers)) != len(numbers):
             raise _fail(f"{where}.bindings", f"binding numbers repeat: {numbers}")
@@ -204,6 +230,10 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
     if not entries:
         raise _fail("entry_points", "there are none")
     req = root.requirements
+    if any(b.window_count for e in entries for b in e.bindings) and \
+            (req is None or not req.texelArrayIndexing):
+        raise _fail("requirements.texel_array_indexing",
+                    "is not set, but a binding is read through texel windows")
     requirements = RequirementsSpec() if req is None else RequirementsSpec(
         subgroup_size=int(req.subgroupSize), float16=bool(req.float16),
         float64=bool(req.float64), int8=bool(req.int8), int16=bool(req.int16),
@@ -211,6 +241,7 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
         shared_memory_bytes=int(req.sharedMemoryBytes),
         push_constant_bytes=int(req.pushConstantBytes), spirv_version=int(req.spirvVersion),
         vulkan_version=int(req.vulkanVersion), storage_8bit=bool(req.storageBuffer8bit),
-        storage_16bit=bool(req.storageBuffer16bit))
+        storage_16bit=bool(req.storageBuffer16bit),
+        texel_array_indexing=bool(req.texelArrayIndexing))
     return ExecutableSpec(_text(root.targetProfile, "target_profile"), tuple(modules),
                           tuple(entries), requirements)

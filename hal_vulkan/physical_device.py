@@ -26,7 +26,8 @@ WANTED_FEATURES: dict[str, tuple[str, ...]] = {
             "uniformAndStorageBuffer8BitAccess", "storagePushConstant8", "vulkanMemoryModel",
             "vulkanMemoryModelDeviceScope", "scalarBlockLayout", "shaderSubgroupExtendedTypes",
             "bufferDeviceAddress", "hostQueryReset",
-            "descriptorBindingStorageBufferUpdateAfterBind"),
+            "descriptorBindingStorageBufferUpdateAfterBind",
+            "shaderUniformTexelBufferArrayDynamicIndexing"),
     "v13": ("subgroupSizeControl", "computeFullSubgroups", "maintenance4",
             "synchronization2"),
 }
@@ -102,7 +103,7 @@ def query(handle: Any, index: int) -> PhysicalDevice:
             "nonCoherentAtomSize", "timestampPeriod", "maxPerStageDescriptorStorageBuffers",
             "maxBoundDescriptorSets", "maxMemoryAllocationCount",
             "timestampComputeAndGraphics", "minTexelBufferOffsetAlignment",
-            "maxTexelBufferElements")}
+            "maxTexelBufferElements", "maxPerStageDescriptorSampledImages")}
     limits["maxComputeWorkGroupSize"] = tuple(limits_obj.maxComputeWorkGroupSize)  # type: ignore
     limits["maxComputeWorkGroupCount"] = tuple(limits_obj.maxComputeWorkGroupCount)  # type: ignore
     features: dict[str, dict[str, bool]] = {"core": {}, "v11": {}, "v12": {}, "v13": {}}
@@ -225,6 +226,10 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         "maxStorageBufferRange": str(lim["maxStorageBufferRange"]),
         "maxPushConstantsSize": str(lim["maxPushConstantsSize"]),
         "maxPerStageDescriptorStorageBuffers": str(lim["maxPerStageDescriptorStorageBuffers"]),
+        "maxPerStageDescriptorSampledImages": str(lim["maxPerStageDescriptorSampledImages"]),
+        "maxTexelBufferElements": str(lim["maxTexelBufferElements"]),
+        "shaderUniformTexelBufferArrayDynamicIndexing":
+            str(pd.has("shaderUniformTexelBufferArrayDynamicIndexing")).lower(),
         "storageBuffer8BitAccess": str(pd.has("storageBuffer8BitAccess")).lower(),
         "storageBuffer16BitAccess": str(pd.has("storageBuffer16BitAccess")).lower(),
         "timelineSemaphore": str(pd.has("timelineSemaphore")).lower(),

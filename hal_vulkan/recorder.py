@@ -191,15 +191,18 @@ class Recorder:
             count = len(ep.binding_numbers)
             infos = vk.ffi.new("VkDescriptorBufferInfo[]", count)
             writes = vk.ffi.new("VkWriteDescriptorSet[]", count)
-            views = vk.ffi.new("VkBufferView[]", count) if ep.texel_bindings else None
+            views = vk.ffi.new("VkBufferView[]", ep.texel_descriptors) \
+                if ep.texel_bindings else None
+            view = 0  # next free slot of `views`
             dst_set = None if ep.push_descriptors else \
                 self.recording.arena.allocate(ep.set_layout)
             target = vk.ffi.NULL if dst_set is None else dst_set
             for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
                 if number in ep.texel_bindings:
-                    fill_texel_write(self.device, self.recording, views, writes, i, target,
-                                     number, resolved, what)
+                    view = fill_texel_write(self.device, self.recording, views, view, writes, i,
+                                            target, number, resolved, what,
+                                            ep.texel_windows.get(number))
                 else:
                     fill_descriptor_write(self.device, infos, writes, i, target, number,
                                           resolved, what)

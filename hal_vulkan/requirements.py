@@ -21,6 +21,8 @@ _FEATURES = (
 _STORAGE_FEATURES = (
     ("storage_8bit", "storageBuffer8BitAccess", "8-bit storage buffer access"),
     ("storage_16bit", "storageBuffer16BitAccess", "16-bit storage buffer access"),
+    ("texel_array_indexing", "shaderUniformTexelBufferArrayDynamicIndexing",
+     "dynamic indexing of texel buffer arrays"),
 )
 
 # Highest SPIR-V version each Vulkan version accepts, as (major << 16 | minor << 8).
@@ -86,6 +88,8 @@ def problems(spec: ExecutableSpec, info: DeviceInfo) -> list[str]:
                        f"accepts up to {allowed >> 16}.{(allowed >> 8) & 0xFF}")
     max_size = info.max_workgroup_size
     max_storage = int(info.extra.get("maxPerStageDescriptorStorageBuffers", 1 << 30))
+    max_texel = int(info.extra.get("maxPerStageDescriptorSampledImages", 1 << 30))
+    max_texels = int(info.extra.get("maxTexelBufferElements", 1 << 30))
     for e in spec.entry_points:
         invocations = e.workgroup_size[0] * e.workgroup_size[1] * e.workgroup_size[2]
         if invocations > limit:
@@ -95,9 +99,18 @@ def problems(spec: ExecutableSpec, info: DeviceInfo) -> list[str]:
         elif any(s > m for s, m in zip(e.workgroup_size, max_size)):
             out.append(f"entry point '{e.name}' has workgroup size {e.workgroup_size}; "
                        f"{device} allows at most {tuple(max_size)} (maxComputeWorkGroupSize)")
-        if len(e.bindings) > max_storage:
-            out.append(f"entry point '{e.name}' has {len(e.bindings)} storage buffers; "
+        storage = sum(not b.texel for b in e.bindings)
+        if storage > max_storage:
+            out.append(f"entry point '{e.name}' has {storage} storage buffers; "
                        f"{device} allows {max_storage} (maxPerStageDescriptorStorageBuffers)")
+        texel = sum(b.descriptor_count for b in e.bindings if b.texel)
+        if texel > max_texel:
+            out.append(f"entry point '{e.name}' reads through {texel} texel buffer views; "
+                       f"{device} allows {max_texel} (maxPerStageDescriptorSampledImages)")
+        window = max((b.window_texels for b in e.bindings), default=0)
+        if window > max_texels:
+            out.append(f"entry point '{e.name}' reads through texel windows of {window} texels; "
+                       f"{device} allows {max_texels} (maxTexelBufferElements)")
     return out
 
 

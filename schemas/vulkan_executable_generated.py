@@ -54,8 +54,22 @@ class BindingDef(object):
             return self._tab.Get(flatbuffers.number_types.Uint8Flags, o + self._tab.Pos)
         return 0
 
+    # BindingDef
+    def WindowCount(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BindingDef
+    def WindowTexels(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def BindingDefStart(builder):
-    builder.StartObject(3)
+    builder.StartObject(5)
 
 def BindingDefAddBinding(builder, binding):
     builder.PrependUint32Slot(0, binding, 0)
@@ -65,6 +79,12 @@ def BindingDefAddReadOnly(builder, readOnly):
 
 def BindingDefAddKind(builder, kind):
     builder.PrependUint8Slot(2, kind, 0)
+
+def BindingDefAddWindowCount(builder, windowCount):
+    builder.PrependUint32Slot(3, windowCount, 0)
+
+def BindingDefAddWindowTexels(builder, windowTexels):
+    builder.PrependUint32Slot(4, windowTexels, 0)
 
 def BindingDefEnd(builder):
     return builder.EndObject()
@@ -79,10 +99,14 @@ class BindingDefT(object):
         binding = 0,
         readOnly = False,
         kind = 0,
+        windowCount = 0,
+        windowTexels = 0,
     ):
         self.binding = binding  # type: int
         self.readOnly = readOnly  # type: bool
         self.kind = kind  # type: int
+        self.windowCount = windowCount  # type: int
+        self.windowTexels = windowTexels  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -108,6 +132,8 @@ class BindingDefT(object):
         self.binding = bindingDef.Binding()
         self.readOnly = bindingDef.ReadOnly()
         self.kind = bindingDef.Kind()
+        self.windowCount = bindingDef.WindowCount()
+        self.windowTexels = bindingDef.WindowTexels()
 
     # BindingDefT
     def Pack(self, builder):
@@ -115,6 +141,8 @@ class BindingDefT(object):
         BindingDefAddBinding(builder, self.binding)
         BindingDefAddReadOnly(builder, self.readOnly)
         BindingDefAddKind(builder, self.kind)
+        BindingDefAddWindowCount(builder, self.windowCount)
+        BindingDefAddWindowTexels(builder, self.windowTexels)
         bindingDef = BindingDefEnd(builder)
         return bindingDef
 
@@ -449,8 +477,15 @@ class RequirementsDef(object):
             return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
         return False
 
+    # RequirementsDef
+    def TexelArrayIndexing(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
 def RequirementsDefStart(builder):
-    builder.StartObject(13)
+    builder.StartObject(14)
 
 def RequirementsDefAddSubgroupSize(builder, subgroupSize):
     builder.PrependUint32Slot(0, subgroupSize, 0)
@@ -491,6 +526,9 @@ def RequirementsDefAddStorageBuffer8bit(builder, storageBuffer8bit):
 def RequirementsDefAddStorageBuffer16bit(builder, storageBuffer16bit):
     builder.PrependBoolSlot(12, storageBuffer16bit, 0)
 
+def RequirementsDefAddTexelArrayIndexing(builder, texelArrayIndexing):
+    builder.PrependBoolSlot(13, texelArrayIndexing, 0)
+
 def RequirementsDefEnd(builder):
     return builder.EndObject()
 
@@ -514,6 +552,7 @@ class RequirementsDefT(object):
         vulkanVersion = 0,
         storageBuffer8bit = False,
         storageBuffer16bit = False,
+        texelArrayIndexing = False,
     ):
         self.subgroupSize = subgroupSize  # type: int
         self.float16 = float16  # type: bool
@@ -528,6 +567,7 @@ class RequirementsDefT(object):
         self.vulkanVersion = vulkanVersion  # type: int
         self.storageBuffer8bit = storageBuffer8bit  # type: bool
         self.storageBuffer16bit = storageBuffer16bit  # type: bool
+        self.texelArrayIndexing = texelArrayIndexing  # type: bool
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -563,6 +603,7 @@ class RequirementsDefT(object):
         self.vulkanVersion = requirementsDef.VulkanVersion()
         self.storageBuffer8bit = requirementsDef.StorageBuffer8bit()
         self.storageBuffer16bit = requirementsDef.StorageBuffer16bit()
+        self.texelArrayIndexing = requirementsDef.TexelArrayIndexing()
 
     # RequirementsDefT
     def Pack(self, builder):
@@ -580,6 +621,7 @@ class RequirementsDefT(object):
         RequirementsDefAddVulkanVersion(builder, self.vulkanVersion)
         RequirementsDefAddStorageBuffer8bit(builder, self.storageBuffer8bit)
         RequirementsDefAddStorageBuffer16bit(builder, self.storageBuffer16bit)
+        RequirementsDefAddTexelArrayIndexing(builder, self.texelArrayIndexing)
         requirementsDef = RequirementsDefEnd(builder)
         return requirementsDef
 

@@ -34,12 +34,18 @@ class VulkanProfile:
     # fetches texels with straight-line SIMD code but loads storage buffers lane by lane with
     # a branch per lane (docs/codegen_spirv.md, "Texel-buffer loads").
     texel_buffer_loads: bool = False
+    # Reductions read each input row through a window of this many texels (a power of two:
+    # the device's maxTexelBufferElements) out of an array of views overlapping by half,
+    # picked once per row: SwiftShader fetches texels with one 16-byte load per lane but
+    # gathers storage-buffer words lane by lane, and has only 65536 texels per view
+    # (docs/codegen_spirv.md, "Texel windows"). 0: no windows.
+    texel_window: int = 0
 
 
 VULKAN_PROFILES: dict[str, VulkanProfile] = {
     "default": VulkanProfile("default"),
     "swiftshader": VulkanProfile("swiftshader", subgroup_size=4, subgroup_arithmetic=True,
-                                 subgroup_ballot=True, cpu_device=True),
+                                 subgroup_ballot=True, cpu_device=True, texel_window=65536),
     "llvmpipe": VulkanProfile("llvmpipe", vulkan_env="vulkan1.2", vulkan_version=(1, 2),
                               subgroup_size=8, subgroup_arithmetic=True,
                               subgroup_ballot=True, cpu_device=True,

@@ -27,6 +27,7 @@ class ExecutableRequirements:
     vulkan_version: int = 0      # (major << 22) | (minor << 12); 0: not Vulkan
     storage_8bit: bool = False   # 8-bit values loaded from / stored to buffers
     storage_16bit: bool = False  # 16-bit values loaded from / stored to buffers
+    texel_array_indexing: bool = False  # arrays of texel-buffer views indexed in shaders
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A binding is read through a `StorageBuffer` variable (a `Block` struct of one runtime array, any
 element type and stride; several variables may alias one binding, as views of different
 element types), or, on profiles with texel-buffer loads, through a uniform texel buffer of
-R32G32B32A32_UINT texels (docs/codegen_spirv.md, "Texel-buffer loads").
+R32G32B32A32_UINT texels (docs/codegen_spirv.md, "Texel-buffer loads"), or through an array
+of such views, windows of the binding that overlap by half ("Texel windows"): the index into
+the array must be dynamically uniform (capability UniformTexelBufferArrayDynamicIndexing).
 """
 from __future__ import annotations
 
@@ -38,9 +40,35 @@ def texel_buffer(e: Emitter, binding: int, name: str) -> int:
     return var
 
 
+def texel_windows(e: Emitter, binding: int, count: int, name: str) -> int:
+    """An array of `count` uniform texel buffers over `binding` (its windows)."""
+    b = e.b
+    b.capability(Capability.SampledBuffer)
+    b.capability(Capability.UniformTexelBufferArrayDynamicIndexing)
+    if e.b.version < (1, 5):
+        b.extension("SPV_EXT_descriptor_indexing")
+    array = b.type_array(_texel_image(e), count)
+    var = b.variable(b.type_pointer(StorageClass.UniformConstant, array),
+                     StorageClass.UniformConstant)
+    _bind(e, var, binding, name)
+    return var
+
+
+def window_image(e: Emitter, var: int, window: int) -> int:
+    """The image of window `window` (u32, dynamically uniform) of a `texel_windows` variable."""
+    image_type = _texel_image(e)
+    pointer = e.op(SpvOp.AccessChain, e.b.type_pointer(StorageClass.UniformConstant, image_type),
+                   var, window)
+    return e.op(SpvOp.Load, image_type, pointer)
+
+
 def fetch(e: Emitter, var: int, texel: int) -> int:
     """Texel `texel` (u32) of a texel-buffer variable: four words (uvec4)."""
-    image = e.op(SpvOp.Load, _texel_image(e), var)
+    return fetch_image(e, e.op(SpvOp.Load, _texel_image(e), var), texel)
+
+
+def fetch_image(e: Emitter, image: int, texel: int) -> int:
+    """Texel `texel` (u32) of a loaded texel-buffer image: four words (uvec4)."""
     return e.op(SpvOp.ImageFetch, e.b.type_vector(e.u32, 4), image, texel)
 
 

@@ -42,6 +42,10 @@ class SpirvKernel:
     grid: Grid | None = None
     strategy: str = ""
     texel_bindings: tuple[int, ...] = ()      # read-only bindings read as uniform texel buffers
+    # texel bindings read through an array of views: binding -> view count; each view holds
+    # `texel_window` texels, view k starting at texel k * texel_window / 2
+    texel_windows: dict[int, int] = field(default_factory=dict)
+    texel_window: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.requirements) - _REQUIREMENT_KEYS
@@ -112,6 +116,9 @@ def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes
             b.binding, b.readOnly = binding, read_only
             if binding in kernel.texel_bindings:
                 b.kind = fb.BindingKind.UniformTexelBuffer
+                if binding in kernel.texel_windows:
+                    b.windowCount = kernel.texel_windows[binding]
+                    b.windowTexels = kernel.texel_window
             entry.bindings.append(b)
         entry.pushConstantCount = kernel.push_constant_count
         entry_points.append(entry)
@@ -123,6 +130,7 @@ def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes
     requirements.maxWorkgroupInvocations = req.max_workgroup_invocations
     requirements.sharedMemoryBytes = req.shared_memory_bytes
     requirements.pushConstantBytes = req.push_constant_bytes
+    requirements.texelArrayIndexing = req.texel_array_indexing
     major, minor = profile.spirv_version
     requirements.spirvVersion = (major << 16) | (minor << 8)
     vk_major, vk_minor = profile.vulkan_version

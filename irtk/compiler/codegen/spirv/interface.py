@@ -12,6 +12,10 @@ element type, so a device needs no 8/16/64-bit storage feature:
 On profiles with `texel_buffer_loads` (llvmpipe) a binding the kernel only reads is a uniform
 texel buffer of R32G32B32A32_UINT texels instead: word w is component w % 4 of texel w / 4
 (OpImageFetch), and a 16-byte load is one fetch. The runtime binds it through a buffer view.
+A strategy may instead ask for a binding's `texel_windows` (profiles with a `texel_window`): an
+array of views of `texel_window` texels starting every `texel_window / 2` texels, of which
+`select_window` picks, for the loads that follow, the one holding a given half-window-long
+range; the pick must be dynamically uniform (docs/codegen_spirv.md, "Texel windows").
 
 Push constants are one `Block` of u32 words; `Kernel.param_offsets()` says where each param
 is (i64/f64 params are two words; narrower ints are sign-extended from their width, narrower
@@ -30,7 +34,8 @@ from irtk.compiler.kernel import Extent, Grid, Kernel, Operand, element_bit_widt
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
-from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
+from .bindings import (fetch, fetch_image, storage_buffer, texel_buffer, texel_windows,
+                       window_image)
 from .emitter import Emitter
 from .executable import SpirvKernel
 from .typed_ops import float_bits, float_from_bits, is_float, register_class, wrap
@@ -41,9 +46,12 @@ MAX_LINEAR_GROUPS = 65535
 class ShaderInterface:
     """Declarations of one compute shader plus helpers that read and write its operands."""
 
-    def __init__(self, kernel: Kernel, profile: VulkanProfile, local_size: tuple[int, int, int]
-                 ) -> None:
+    def __init__(self, kernel: Kernel, profile: VulkanProfile, local_size: tuple[int, int, int],
+                 texel_windows: dict[int, int] | None = None) -> None:
         self.kernel, self.profile, self.local_size = kernel, profile, local_size
+        # binding -> number of window views it is read through (read-only bindings only)
+        self.texel_windows = dict(texel_windows or {})
+        self._window: dict[int, tuple[int, int]] = {}  # binding -> (image, first texel)
         e = self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         b = e.b
         b.capability(Capability.Shader)
@@ -92,7 +100,10 @@ class ShaderInterface:
             if operand.binding in self.buffers:
                 continue
             binding = operand.binding
-            if self.profile.texel_buffer_loads and binding not in written:
+            if binding in self.texel_windows and binding not in written:
+                var = texel_windows(e, binding, self.texel_windows[binding], f"t{binding}")
+                self.texel_bindings.add(binding)
+            elif self.profile.texel_buffer_loads and binding not in written:
                 var = texel_buffer(e, binding, f"t{binding}")
                 self.texel_bindings.add(binding)
             else:
@@ -179,12 +190,16 @@ class ShaderInterface:
             needs["float16"] = True
         if self.push_constant_count:
             needs["push_constant_bytes"] = 4 * self.push_constant_count
+        if self.texel_windows:
+            needs["texel_array_indexing"] = True
         needs.update(requirements or {})
         count = grid.counts(kernel.loop_ranges) if kernel.is_static else (0, 0, 0)  # type: ignore
         return SpirvKernel(code=code, entry_point=kernel.name, workgroup_size=self.local_size,
                            workgroup_count=count, bindings=self.bindings,
                            push_constant_count=self.push_constant_count, requirements=needs,
-                           grid=grid, texel_bindings=tuple(sorted(self.texel_bindings)))
+                           grid=grid, texel_bindings=tuple(sorted(self.texel_bindings)),
+                           texel_windows=dict(self.texel_windows),
+                           texel_window=self.profile.texel_window if self.texel_windows else 0)
 
     # --- params and extents -------------------------------------------------------------------
 
@@ -285,24 +300,44 @@ class ShaderInterface:
         return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, e.u32),
                     self.buffers[binding], e.u32c(0), word_index)
 
+    def select_window(self, binding: int, first_texel: int) -> None:
+        """Read `binding` (declared with `texel_windows`) through the window holding texels
+        [first_texel, first_texel + texel_window / 2) (u32, dynamically uniform), until the
+        next call: the window starting at the multiple of texel_window / 2 at or below it."""
+        e = self.e
+        shift = (self.profile.texel_window // 2).bit_length() - 1
+        window = e.op(SpvOp.ShiftRightLogical, e.u32, first_texel, e.u32c(shift))
+        self._window[binding] = (window_image(e, self.buffers[binding], window),
+                                 e.op(SpvOp.ShiftLeftLogical, e.u32, window, e.u32c(shift)))
+
+    def _fetch(self, binding: int, texel: int) -> int:
+        """Texel `texel` (u32) of a texel-buffer binding, through its selected window if it
+        has windows."""
+        e = self.e
+        if binding not in self.texel_windows:
+            return fetch(e, self.buffers[binding], texel)
+        if binding not in self._window:
+            raise CompileError(f"vulkan-spirv: internal error: kernel '{self.kernel.name}' "
+                               f"reads binding {binding} before selecting a texel window")
+        image, first = self._window[binding]
+        return fetch_image(e, image, e.op(SpvOp.ISub, e.u32, texel, first))
+
     def load_words(self, binding: int, first: int, count: int) -> list[int]:
         """`count` (1, 2, 4 or 8) consecutive words (u32) from word `first` (u32, a multiple of
         `count`) of a binding: texel fetches, or a uvec4 load (4) or word loads from a storage
         buffer (`load_wide` has the 64-bit storage loads)."""
         e, b = self.e, self.e.b
         if binding in self.texel_bindings:
-            var = self.buffers[binding]
-            if count == 1:
-                return [fetch_word(e, var, first)]
             texel = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
             if count >= 4:
                 out = []
                 for t in range(count // 4):
                     at = texel if t == 0 else e.op(SpvOp.IAdd, e.u32, texel, e.u32c(t))
-                    words = fetch(e, var, at)
+                    words = self._fetch(binding, at)
                     out += [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
                 return out
-            words = fetch(e, var, texel)
+            # Word w is component w % 4 of texel w / 4.
+            words = self._fetch(binding, texel)
             component = e.op(SpvOp.BitwiseAnd, e.u32, first, e.u32c(3))
             return [e.op(SpvOp.VectorExtractDynamic, e.u32, words, component if i == 0 else
                          e.op(SpvOp.IAdd, e.u32, component, e.u32c(i))) for i in range(count)]

@@ -1,0 +1,214 @@
+"""Texel windows (profiles with `texel_window`, SwiftShader's): a reduction input read through
+an array of texel-buffer views that overlap by half, one picked per parallel point. The codegen
+rule, results on every device that can run it (and a refusal naming the feature where it
+cannot), the view ranges a recording makes, and the executable format's checks."""
+from __future__ import annotations
+
+import dataclasses
+
+import flatbuffers
+import numpy as np
+import pytest
+
+from irtk.compiler.codegen.spirv import compile_kernel, pack_executable
+from irtk.compiler.codegen.spirv.reduction import texel_windows
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.targets import VULKAN_PROFILES
+from irtk.errors import DeviceError, VerificationError
+from irtk.hal import DeviceInfo, Fence
+from irtk.hal.binding import ResolvedBinding
+from irtk.hal.command_buffer import BindingRef
+from hal_vulkan import requirements
+from hal_vulkan.descriptors import window_ranges
+from hal_vulkan.executable_def import parse_executable
+from schemas import vulkan_executable as ve
+
+WINDOW = 1024   # texels per view in these tests: small, so small data crosses many windows
+
+
+def _map(n: int, rows: list[list[int]]) -> AffineMap:
+    return AffineMap(n, tuple(tuple(r) for r in rows))
+
+
+def row_sum(rows: int, cols: int) -> Kernel:
+    """out[r] += sum_c x[r, c] (the reduction strategy)."""
+    return Kernel("row_sum", (rows, cols),
+                  [Operand(0, "f32", (rows, cols), _map(2, [[1, 0, 0], [0, 1, 0]]))],
+                  [Operand(1, "f32", (rows,), _map(2, [[1, 0, 0]]))],
+                  [Op("arith.addf", (1, 0), "f32")], [2], ("parallel", "reduction"))
+
+
+def column_sum(rows: int, cols: int) -> Kernel:
+    """out[c] += sum_r x[r, c]: a point's reads span the whole matrix."""
+    return Kernel("column_sum", (cols, rows),
+                  [Operand(0, "f32", (rows, cols), _map(2, [[0, 1, 0], [1, 0, 0]]))],
+                  [Operand(1, "f32", (cols,), _map(2, [[1, 0, 0]]))],
+                  [Op("arith.addf", (1, 0), "f32")], [2], ("parallel", "reduction"))
+
+
+def windowed(window: int = WINDOW):
+    """`default` with texel windows (no subgroup size assumed: runs on every device)."""
+    return dataclasses.replace(VULKAN_PROFILES["default"], texel_window=window)
+
+
+def test_the_swiftshader_row_sum_reads_through_windows():
+    """1024 x 1024 f32 (4 MiB, 4x SwiftShader's 65536-texel views): 8 views of 1 MiB, one
+    every 512 KiB, and the executable asks for dynamic indexing of texel-buffer arrays."""
+    profile = VULKAN_PROFILES["swiftshader"]
+    compiled = compile_kernel(row_sum(1024, 1024), profile)
+    assert compiled.strategy == "reduction"
+    assert compiled.texel_windows == {0: 8} and compiled.texel_window == 65536
+    assert compiled.texel_bindings == (0,) and compiled.requirements["texel_array_indexing"]
+    spec = parse_executable(pack_executable([compiled], profile))
+    assert [(b.texel, b.window_count, b.window_texels) for b in spec.entry_points[0].bindings] \
+        == [(True, 8, 65536), (False, 0, 0)]
+    assert spec.requirements.texel_array_indexing
+    # lavapipe's profile has no windows (one view reaches 2 GiB there).
+    assert compile_kernel(row_sum(1024, 1024), VULKAN_PROFILES["llvmpipe"]).texel_windows == {}
+
+
+def test_which_inputs_get_windows():
+    """Only inputs whose reads for one point span at most half a window, wherever in a texel
+    the point's first word falls: a row of 2045 words from the last word of a texel spans 512
+    texels, half a window of 1024; one word more does not fit. A column sum reads the whole
+    matrix for every point; dynamic shapes and profiles without windows get none."""
+    assert texel_windows(row_sum(64, 2045), windowed()) == {0: -(-64 * 2045 * 4 // 8192)}
+    assert texel_windows(row_sum(64, 2046), windowed()) == {}
+    assert texel_windows(column_sum(64, 64), windowed()) == {}
+    assert texel_windows(row_sum(64, 64), VULKAN_PROFILES["default"]) == {}
+    dynamic = dataclasses.replace(row_sum(64, 64), loop_ranges=(64, "?"))
+    assert texel_windows(dynamic, windowed()) == {}
+    compiled = compile_kernel(column_sum(300, 100), windowed())
+    assert compiled.texel_windows == {} and compiled.texel_bindings == ()
+    assert "texel_array_indexing" not in compiled.requirements
+
+
+def _dispatch(device, compiled, profile, arrays: list[np.ndarray], out: np.ndarray,
+              offset: int) -> np.ndarray:
+    """One dispatch with each binding at `offset` bytes into a larger buffer."""
+    exe = device.create_executable("vulkan-spirv-fb", pack_executable([compiled], profile))
+    data = [a.tobytes() for a in arrays + [out]]
+    buffers = [device.allocator.allocate_with_data(bytes(offset) + d + bytes(64)) for d in data]
+    cb = device.create_command_buffer()
+    cb.dispatch(exe, 0, compiled.workgroup_count, [],
+                [BindingRef(b, offset, len(d)) for b, d in zip(buffers, data)])
+    cb.finalize()
+    sem = device.create_semaphore(0)
+    try:
+        device.queue_execute(Fence(), Fence([(sem, 1)]), [cb])
+        assert sem.wait(1, timeout=60)
+        return np.frombuffer(buffers[-1].read(offset, out.nbytes), out.dtype).copy()
+    finally:
+        sem.release()
+        cb.release()
+        exe.release()
+        for b in buffers:
+            b.release()
+
+
+@pytest.mark.parametrize("rows,cols,offset", [(37, 1000, 0), (61, 2044, 512), (5, 3, 0)])
+def test_windowed_row_sums_match_numpy(device, rng, rows, cols, offset):
+    """Rows that straddle window boundaries (1000 words: 250 texels; 2044 words: half a window
+    exactly), bindings at an offset, and rows too short for the reduction strategy (the
+    fallback has no windows). Where the device cannot index texel-buffer arrays the executable
+    is refused, naming the feature."""
+    profile = windowed()
+    kernel = row_sum(rows, cols)
+    compiled = compile_kernel(kernel, profile)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    out = rng.standard_normal(rows).astype(np.float32)
+    if compiled.texel_windows and \
+            device.info.extra.get("shaderUniformTexelBufferArrayDynamicIndexing") != "true":
+        with pytest.raises(DeviceError, match="needs shaderUniformTexelBufferArrayDynamic"
+                                              "Indexing; device .* has no dynamic indexing"):
+            device.create_executable("vulkan-spirv-fb", pack_executable([compiled], profile))
+        return
+    got = _dispatch(device, compiled, profile, [x], out, offset)
+    np.testing.assert_allclose(got, out + x.astype(np.float64).sum(axis=1), rtol=1e-5,
+                               atol=1e-4)
+
+
+class _Buffer:
+    """What `window_ranges` reads of a HAL buffer: where its bytes start on the device."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def device_offset(self, offset: int) -> int:
+        return self.start + offset
+
+
+class _Device:
+    def __init__(self, max_texels: int = 65536, align: int = 16) -> None:
+        self.physical = type("P", (), {"limits": {"maxTexelBufferElements": max_texels,
+                                                  "minTexelBufferOffsetAlignment": align}})
+        self.info = type("I", (), {"name": "test device"})
+
+
+def test_window_views_cover_the_binding():
+    """View k starts k half-windows in and stops at the binding's end (rounded up to a whole
+    texel); views past the end, which only out-of-bounds reads reach, view the start."""
+    ref = ResolvedBinding(_Buffer(4096), 256, 5000)    # 312.5 texels
+    ranges = window_ranges(_Device(), ref, 4, 256, "binding 0")
+    assert ranges == [(4352, 4096), (4352 + 2048, 5008 - 2048), (4352 + 4096, 5008 - 4096),
+                      (4352, 4096)]
+    empty = window_ranges(_Device(), ResolvedBinding(_Buffer(4096), 0, 0), 2, 256, "b")
+    assert empty == [(4096, 16), (4096, 16)]
+    with pytest.raises(DeviceError, match=r"windows of 256 texels are more than "
+                                          r"maxTexelBufferElements \(128\)"):
+        window_ranges(_Device(max_texels=128), ref, 4, 256, "binding 0")
+    with pytest.raises(DeviceError, match=r"start every 32 bytes, not a multiple of "
+                                          r"minTexelBufferOffsetAlignment \(256\)"):
+        window_ranges(_Device(align=256), ResolvedBinding(_Buffer(0), 0, 64), 2, 4, "b")
+
+
+def _executable(**binding_fields) -> bytes:
+    data = pack_executable([compile_kernel(row_sum(64, 512), windowed())], windowed())
+    root = ve.ExecutableDefT.InitFromPackedBuf(data, 0)
+    for name, value in binding_fields.items():
+        if name == "texelArrayIndexing":
+            root.requirements.texelArrayIndexing = value
+        else:
+            setattr(root.entryPoints[0].bindings[0], name, value)
+    builder = flatbuffers.Builder(0)
+    builder.Finish(root.Pack(builder), file_identifier=b"IRVK")
+    return bytes(builder.Output())
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(kind=ve.BindingKind.StorageBuffer), r"bindings\[0\]: only a texel buffer binding can "
+                                              r"have texel windows"),
+    (dict(windowTexels=1000), r"power-of-two size of at least 2 texels, found 16 window\(s\) "
+                              r"of 1000"),
+    (dict(windowCount=0), r"found 0 window\(s\) of 1024"),
+    (dict(windowCount=100000), r"100000 texel windows is more than any device allows"),
+    (dict(texelArrayIndexing=False), r"requirements.texel_array_indexing: is not set, but a "
+                                     r"binding is read through texel windows"),
+])
+def test_malformed_windows_are_refused(fields, message):
+    assert parse_executable(_executable()).entry_points[0].bindings[0].window_count == 16
+    with pytest.raises(VerificationError, match=message):
+        parse_executable(_executable(**fields))
+
+
+def test_devices_are_checked_for_windows():
+    """The feature, the window size against maxTexelBufferElements and the views against
+    maxPerStageDescriptorSampledImages, all before any Vulkan object exists."""
+    spec = parse_executable(_executable())
+    info = DeviceInfo(driver="vulkan", name="Tiny GPU", api_version="1.2.0", subgroup_size=4,
+                      max_workgroup_invocations=256, shared_memory_bytes=32768,
+                      extra={"maxPushConstantsSize": "128",
+                             "shaderUniformTexelBufferArrayDynamicIndexing": "true",
+                             "maxTexelBufferElements": "65536",
+                             "maxPerStageDescriptorSampledImages": "200"})
+    assert requirements.problems(spec, info) == []
+    poor = dataclasses.replace(info, extra={
+        "maxPushConstantsSize": "128", "shaderUniformTexelBufferArrayDynamicIndexing": "false",
+        "maxTexelBufferElements": "512", "maxPerStageDescriptorSampledImages": "8"})
+    found = requirements.problems(spec, poor)
+    assert "executable needs shaderUniformTexelBufferArrayDynamicIndexing; device 'Tiny GPU' " \
+           "has no dynamic indexing of texel buffer arrays" in found
+    assert "entry point 'row_sum' reads through 16 texel buffer views; device 'Tiny GPU' " \
+           "allows 8 (maxPerStageDescriptorSampledImages)" in found
+    assert "entry point 'row_sum' reads through texel windows of 1024 texels; device " \
+           "'Tiny GPU' allows 512 (maxTexelBufferElements)" in found
