@@ -46,6 +46,16 @@ def column_sum(rows: int, cols: int) -> Kernel:
                   [Op("arith.addf", (1, 0), "f32")], [2], ("parallel", "reduction"))
 
 
+def plane_sum(rows: int, a: int, b: int) -> Kernel:
+    """out[r] += sum_{i, j} x[r, i, j]: two reduction loops."""
+    return Kernel("plane_sum", (rows, a, b),
+                  [Operand(0, "f32", (rows, a, b),
+                           _map(3, [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]))],
+                  [Operand(1, "f32", (rows,), _map(3, [[1, 0, 0, 0]]))],
+                  [Op("arith.addf", (1, 0), "f32")], [2],
+                  ("parallel", "reduction", "reduction"))
+
+
 def windowed(window: int = WINDOW):
     """`default` with texel windows (no subgroup size assumed: runs on every device)."""
     return dataclasses.replace(VULKAN_PROFILES["default"], texel_window=window)
@@ -106,16 +116,20 @@ def _dispatch(device, compiled, profile, arrays: list[np.ndarray], out: np.ndarr
             b.release()
 
 
-@pytest.mark.parametrize("rows,cols,offset", [(37, 1000, 0), (61, 2044, 512), (5, 3, 0)])
-def test_windowed_row_sums_match_numpy(device, rng, rows, cols, offset):
+@pytest.mark.parametrize("shape,offset", [((37, 1000), 0), ((61, 2044), 512), ((23, 1001), 256),
+                                          ((19, 12, 75), 0), ((5, 3), 0)])
+def test_windowed_row_sums_match_numpy(device, rng, shape, offset):
     """Rows that straddle window boundaries (1000 words: 250 texels; 2044 words: half a window
-    exactly), bindings at an offset, and rows too short for the reduction strategy (the
-    fallback has no windows). Where the device cannot index texel-buffer arrays the executable
-    is refused, naming the feature."""
+    exactly; 1001 words: rows that start mid-texel, read a word at a time), bindings at an
+    offset, two reduction loops, and rows too short for the reduction strategy (the fallback
+    has no windows). Where the device cannot index texel-buffer arrays the executable is
+    refused, naming the feature."""
     profile = windowed()
-    kernel = row_sum(rows, cols)
+    rows = shape[0]
+    kernel = row_sum(*shape) if len(shape) == 2 else plane_sum(*shape)
     compiled = compile_kernel(kernel, profile)
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    assert bool(compiled.texel_windows) == (compiled.strategy == "reduction") == (shape != (5, 3))
+    x = rng.standard_normal(shape).astype(np.float32)
     out = rng.standard_normal(rows).astype(np.float32)
     if compiled.texel_windows and \
             device.info.extra.get("shaderUniformTexelBufferArrayDynamicIndexing") != "true":
@@ -124,8 +138,8 @@ def test_windowed_row_sums_match_numpy(device, rng, rows, cols, offset):
             device.create_executable("vulkan-spirv-fb", pack_executable([compiled], profile))
         return
     got = _dispatch(device, compiled, profile, [x], out, offset)
-    np.testing.assert_allclose(got, out + x.astype(np.float64).sum(axis=1), rtol=1e-5,
-                               atol=1e-4)
+    expected = out + x.astype(np.float64).reshape(rows, -1).sum(axis=1)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
 
 
 class _Buffer:

@@ -300,15 +300,24 @@ class ShaderInterface:
         return e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.StorageBuffer, e.u32),
                     self.buffers[binding], e.u32c(0), word_index)
 
-    def select_window(self, binding: int, first_texel: int) -> None:
+    def select_window(self, binding: int, first_texel: int) -> int:
         """Read `binding` (declared with `texel_windows`) through the window holding texels
         [first_texel, first_texel + texel_window / 2) (u32, dynamically uniform), until the
-        next call: the window starting at the multiple of texel_window / 2 at or below it."""
+        next call: the window starting at the multiple of texel_window / 2 at or below it.
+        Returns first_texel's index in that window (`fetch_window_texel`)."""
         e = self.e
         shift = (self.profile.texel_window // 2).bit_length() - 1
         window = e.op(SpvOp.ShiftRightLogical, e.u32, first_texel, e.u32c(shift))
         self._window[binding] = (window_image(e, self.buffers[binding], window),
                                  e.op(SpvOp.ShiftLeftLogical, e.u32, window, e.u32c(shift)))
+        return e.op(SpvOp.ISub, e.u32, first_texel, self._window[binding][1])
+
+    def fetch_window_texel(self, binding: int, texel: int) -> list[int]:
+        """The four words (u32) of texel `texel` of the selected window (an index into the
+        window, not the binding: what the loads address by needs no subtraction per fetch)."""
+        e = self.e
+        words = fetch_image(e, self._window[binding][0], texel)
+        return [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
 
     def _fetch(self, binding: int, texel: int) -> int:
         """Texel `texel` (u32) of a texel-buffer binding, through its selected window if it

@@ -333,6 +333,7 @@ class _Generator:
         def accumulate() -> None:
             indices = delinearize(iface, point, parallel_dims)
             self._select_windows(indices)
+            self._row_offsets(indices)
             trips = e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, units, e.i32c(span - 1)),
                          e.i32c(span))
 
@@ -400,17 +401,52 @@ class _Generator:
                 iface.store(operand, offset, value)
         emit_if(e, e.and_(active, e.op(SpvOp.IEqual, e.bool, local, e.u32c(0))), write)
 
+    def _row_offsets(self, indices: dict[int, int]) -> None:
+        """With one reduction loop, each static input's offset at reduction point 0 of the
+        parallel point `indices`, so a unit's offset is one multiply-add (`_input_offset`)
+        instead of the whole affine map: SwiftShader has no vector integer multiply and pays
+        for every one per fetch."""
+        e, kernel = self.e, self.kernel
+        self.row_offsets: dict[int, tuple[int, int]] = {}
+        if len(kernel.reduction_dims) != 1:
+            return
+        inner = kernel.reduction_dims[0]
+        for i, o in enumerate(kernel.inputs):
+            terms = _offset_terms(kernel, o)
+            if terms is None:
+                continue
+            loops = [indices.get(d, e.i32c(0)) for d in range(len(kernel.loop_ranges))]
+            self.row_offsets[i] = (self.iface.operand_offset(o, loops), terms[inner])
+
+    def _input_offset(self, i: int, point: list[int], r: int) -> int:
+        """The element offset of input `i` at reduction point `r` (i32) of the current parallel
+        point, whose loop indices are `point`."""
+        e = self.e
+        if i not in self.row_offsets:
+            return self.iface.operand_offset(self.kernel.inputs[i], point)
+        base, coefficient = self.row_offsets[i]
+        step = r if coefficient == 1 else e.op(SpvOp.IMul, e.i32, r, e.i32c(coefficient))
+        return e.op(SpvOp.IAdd, e.i32, base, step)
+
     def _select_windows(self, indices: dict[int, int]) -> None:
         """Pick each windowed input's view for parallel point `indices`: the one holding the
         texel of its reduction indices 0, where its reads for the point start."""
         e, iface, kernel = self.e, self.iface, self.kernel
-        for o in kernel.inputs:
+        # input -> its point's first texel within the selected window, where a unit of 4
+        # elements is one texel (group 4, one reduction loop of coefficient 1)
+        self.window_texels: dict[int, int] = {}
+        inner = kernel.reduction_dims[-1]
+        for i, o in enumerate(kernel.inputs):
             if o.binding not in self.windows:
                 continue
             loops = [indices.get(d, e.i32c(0)) for d in range(len(kernel.loop_ranges))]
             first = e.op(SpvOp.Bitcast, e.u32, iface.operand_offset(o, loops))
-            iface.select_window(o.binding, e.op(SpvOp.ShiftRightLogical, e.u32, first,
-                                                e.u32c(2)))
+            local = iface.select_window(o.binding, e.op(SpvOp.ShiftRightLogical, e.u32, first,
+                                                        e.u32c(2)))
+            terms = _offset_terms(kernel, o)
+            if self.layout.group == 4 and len(kernel.reduction_dims) == 1 and terms and \
+                    terms[inner] == 1:
+                self.window_texels[i] = local
 
     def _subgroup_reduce(self, op: Op, value_type: int, value: int) -> int:
         """The subgroup's combined value (unsigned min/max work on u32)."""
@@ -437,8 +473,15 @@ class _Generator:
         if group > 1:
             point = self._loops(indices, first)
             for i, o in enumerate(kernel.inputs):
-                if o.map is not None:
-                    loaded[i] = self._load_group(o, iface.operand_offset(o, point))
+                if i in self.window_texels:
+                    # A unit is one texel: the point's first texel in the window, plus unit.
+                    texel = e.op(SpvOp.IAdd, e.u32, self.window_texels[i],
+                                 e.op(SpvOp.Bitcast, e.u32, unit))
+                    scalar = e.scalar_type(o.element_type)
+                    loaded[i] = [e.op(SpvOp.Bitcast, scalar, w)
+                                 for w in iface.fetch_window_texel(o.binding, texel)]
+                elif o.map is not None:
+                    loaded[i] = self._load_group(o, self._input_offset(i, point, first))
         out: list[list[int]] = [[] for _ in self.terms]
         for j in range(group):
             r = first if j == 0 else e.op(SpvOp.IAdd, e.i32, first, e.i32c(j))
@@ -472,8 +515,7 @@ class _Generator:
 
         def operand_value(i: int) -> int:
             if i not in loaded:
-                loaded[i] = iface.load(kernel.inputs[i],
-                                       iface.operand_offset(kernel.inputs[i], point))
+                loaded[i] = iface.load(kernel.inputs[i], self._input_offset(i, point, r))
             return loaded[i]
         values = evaluate(iface, self.body, operand_value, lambda d: point[d])
         # An input folded as loaded is used by nothing the body still computes.
