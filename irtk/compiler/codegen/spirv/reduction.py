@@ -404,8 +404,7 @@ class _Generator:
     def _row_offsets(self, indices: dict[int, int]) -> None:
         """With one reduction loop, each static input's offset at reduction point 0 of the
         parallel point `indices`, so a unit's offset is one multiply-add (`_input_offset`)
-        instead of the whole affine map: SwiftShader has no vector integer multiply and pays
-        for every one per fetch."""
+        instead of the whole affine map (software drivers run every integer op per load)."""
         e, kernel = self.e, self.kernel
         self.row_offsets: dict[int, tuple[int, int]] = {}
         if len(kernel.reduction_dims) != 1:
