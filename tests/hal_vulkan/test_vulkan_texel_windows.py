@@ -226,3 +226,44 @@ def test_devices_are_checked_for_windows():
            "allows 8 (maxPerStageDescriptorSampledImages)" in found
     assert "entry point 'row_sum' reads through texel windows of 1024 texels; device " \
            "'Tiny GPU' allows 512 (maxTexelBufferElements)" in found
+
+
+def matmul(m: int, n: int, k: int) -> Kernel:
+    """C[m, n] += A[m, k] * B[k, n] (the matmul strategy)."""
+    return Kernel("matmul", (m, n, k),
+                  [Operand(0, "f32", (m, k), _map(3, [[1, 0, 0, 0], [0, 0, 1, 0]])),
+                   Operand(1, "f32", (k, n), _map(3, [[0, 0, 1, 0], [0, 1, 0, 0]]))],
+                  [Operand(2, "f32", (m, n), _map(3, [[1, 0, 0, 0], [0, 1, 0, 0]]))],
+                  [Op("arith.mulf", (0, 1), "f32"), Op("arith.addf", (2, 3), "f32")], [4],
+                  ("parallel", "parallel", "reduction"))
+
+
+def test_swiftshader_matmul_inputs_of_one_window_are_texel_views():
+    """On the swiftshader profile A and B are single texel views where each fits one window
+    (512 x 512 f32 is 1 MiB, exactly 65536 texels), read with the wide loads texel fetches
+    allow; a 2 MiB A stays a storage buffer (and its loads narrow), B still a view."""
+    profile = VULKAN_PROFILES["swiftshader"]
+    square = compile_kernel(matmul(512, 512, 512), profile)
+    assert square.strategy == "matmul" and square.texel_bindings == (0, 1)
+    assert square.texel_windows == {} and "texel_array_indexing" not in square.requirements
+    tall = compile_kernel(matmul(1024, 512, 512), profile)
+    assert tall.texel_bindings == (1,)
+    from irtk.compiler.codegen.spirv.matmul import matmul_tiling
+    t = matmul_tiling(matmul(1024, 512, 512), profile)
+    assert t.texel_views == {1} and t.b_wide and not t.a_wide
+    assert matmul_tiling(matmul(512, 512, 512), VULKAN_PROFILES["default"]).texel_views == set()
+
+
+@pytest.mark.parametrize("m,n,k", [(96, 80, 72), (130, 33, 65)])
+def test_matmul_through_texel_views_matches_numpy(device, rng, m, n, k):
+    """Texel views in the matmul strategy on every device (the `default` profile with windows:
+    its tiling, A and B as views), against numpy in float64, bindings at an offset."""
+    profile = windowed(65536)
+    compiled = compile_kernel(matmul(m, n, k), profile)
+    assert compiled.strategy == "matmul" and compiled.texel_bindings == (0, 1)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    got = _dispatch(device, compiled, profile, [a, b], c, 256)
+    np.testing.assert_allclose(got.reshape(m, n), c + a.astype(np.float64) @ b, rtol=1e-4,
+                               atol=1e-4)

@@ -43,12 +43,23 @@ from .typed_ops import float_bits, float_from_bits, is_float, register_class, wr
 MAX_LINEAR_GROUPS = 65535
 
 
+def fits_one_view(kernel: Kernel, operand: Operand, profile: VulkanProfile) -> bool:
+    """Whether a strategy may read `operand` as one texel view on a profile with texel windows:
+    static, read-only, and no larger than one window (SwiftShader: 1 MiB)."""
+    written = {o.binding for o in kernel.outputs}
+    return bool(profile.texel_window) and operand.is_static and operand.map is not None \
+        and operand.binding not in written and operand.byte_size <= 16 * profile.texel_window
+
+
 class ShaderInterface:
     """Declarations of one compute shader plus helpers that read and write its operands."""
 
     def __init__(self, kernel: Kernel, profile: VulkanProfile, local_size: tuple[int, int, int],
-                 texel_windows: dict[int, int] | None = None) -> None:
+                 texel_windows: dict[int, int] | None = None,
+                 texel_views: frozenset[int] = frozenset()) -> None:
         self.kernel, self.profile, self.local_size = kernel, profile, local_size
+        # bindings a strategy reads as one texel view (`fits_one_view`) on any profile
+        self.texel_views = texel_views
         # binding -> number of window views it is read through (read-only bindings only)
         self.texel_windows = dict(texel_windows or {})
         self._window: dict[int, tuple[int, int]] = {}  # binding -> (image, first texel)
@@ -103,7 +114,8 @@ class ShaderInterface:
             if binding in self.texel_windows and binding not in written:
                 var = texel_windows(e, binding, self.texel_windows[binding], f"t{binding}")
                 self.texel_bindings.add(binding)
-            elif self.profile.texel_buffer_loads and binding not in written:
+            elif (self.profile.texel_buffer_loads or binding in self.texel_views) \
+                    and binding not in written:
                 var = texel_buffer(e, binding, f"t{binding}")
                 self.texel_bindings.add(binding)
             else:

@@ -41,7 +41,7 @@ from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel
 from .fallback import delinearize, emit_if, emit_loop
-from .interface import ShaderInterface, barrier, shared_array, shared_pointer
+from .interface import ShaderInterface, barrier, fits_one_view, shared_array, shared_pointer
 from .typed_ops import emit_typed, register_class, round_float, wrap
 
 MIN_EXTENT = 8
@@ -68,6 +68,9 @@ class Tiling:
     broadcast: bool = False  # direct variant sharing A's loads through subgroup broadcasts
     b_wide: bool = False    # broadcast variant: a lane's 8 columns of B adjacent, one wide load
     a_wide: bool = False    # broadcast variant: A's k values 2 per lane, one load
+    # bindings read as one texel view where the profile reads inputs as storage buffers
+    # (texel-window profiles, inputs of at most one window: `fits_one_view`)
+    texel_views: frozenset[int] = frozenset()
 
     @property
     def invocations(self) -> int:
@@ -216,11 +219,19 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
                       vector=True)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
-    # Wide loads (lavapipe): 64-bit storage loads, or texel fetches.
-    if tiling.broadcast and tiling.rn == 8 and (profile.int64 or profile.texel_buffer_loads):
-        tiling = dataclasses.replace(tiling, b_wide=aligned_along(kernel, c, c.b, c.n, 8),
-                                     a_wide=aligned_along(kernel, c, c.a, c.k, 2))
-    return tiling
+    # SwiftShader: A and B as texel buffers where each fits one view; a texel fetch is one
+    # 16-byte load per lane there, a storage-buffer load a gather lane by lane.
+    views = frozenset(kernel.inputs[i].binding for i in (c.a, c.b)
+                      if fits_one_view(kernel, kernel.inputs[i], profile))
+    # Wide loads: 64-bit storage loads (lavapipe before texel buffers), or texel fetches.
+    if tiling.broadcast and tiling.rn == 8:
+        wide = profile.int64 or profile.texel_buffer_loads
+        tiling = dataclasses.replace(
+            tiling, b_wide=(wide or kernel.inputs[c.b].binding in views)
+            and aligned_along(kernel, c, c.b, c.n, 8),
+            a_wide=(wide or kernel.inputs[c.a].binding in views)
+            and aligned_along(kernel, c, c.a, c.k, 2))
+    return dataclasses.replace(tiling, texel_views=views)
 
 
 def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
@@ -279,7 +290,8 @@ def vector_friendly(kernel: Kernel, c: Contraction) -> bool:
 class _Generator:
     def __init__(self, kernel: Kernel, profile: VulkanProfile, c: Contraction, t: Tiling):
         self.kernel, self.c, self.t = kernel, c, t
-        self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1))
+        self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1),
+                                     texel_views=t.texel_views)
         self.e = self.iface.e
 
     def _loaded(self, which: int, loops: list[int]) -> int:
