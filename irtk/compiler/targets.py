@@ -40,18 +40,22 @@ class VulkanProfile:
     # gathers storage-buffer words lane by lane, and has only 65536 texels per view
     # (docs/codegen_spirv.md, "Texel windows"). 0: no windows.
     texel_window: int = 0
+    # Elementwise kernels in quads of 4 iterations with 16-byte loads and stores (CPU drivers,
+    # which pay per load and store instruction, not per byte; elementwise.py).
+    elementwise_quads: bool = False
 
 
 VULKAN_PROFILES: dict[str, VulkanProfile] = {
     "default": VulkanProfile("default"),
     "swiftshader": VulkanProfile("swiftshader", subgroup_size=4, subgroup_arithmetic=True,
-                                 subgroup_ballot=True, cpu_device=True, texel_window=65536),
+                                 subgroup_ballot=True, cpu_device=True, texel_window=65536,
+                                 elementwise_quads=True),
     "llvmpipe": VulkanProfile("llvmpipe", vulkan_env="vulkan1.2", vulkan_version=(1, 2),
                               subgroup_size=8, subgroup_arithmetic=True,
                               subgroup_ballot=True, cpu_device=True,
                               max_workgroup_invocations=1024, float16=True,
                               float64=True, int8=True, int16=True, int64=True,
-                              texel_buffer_loads=True),
+                              texel_buffer_loads=True, elementwise_quads=True),
 }
 
 

@@ -98,7 +98,7 @@ def test_unrolled_2d_grid_with_a_tail(vulkan, rng):
 
 def test_unrolled_2d_grid_without_a_tail(vulkan, rng):
     # Exact cover: no bounds check. Units of 4 iterations where the profile runs quads.
-    quads = vulkan.profile.texel_buffer_loads
+    quads = vulkan.profile.elementwise_quads
     size = 128 * 8 * 256 * (4 if quads else 1)
     kernel = single_op("arith.subf", ["f32", "f32"], "f32", shape=(size,))
     compiled = vulkan.compile(kernel, max_workgroup_count=128)
@@ -373,7 +373,7 @@ def test_default_profile_kernels_run_on_every_device(vulkan, rng):
 
 
 def test_quads_read_each_operand_by_its_kind(vulkan, rng):
-    """Quads (4 iterations a unit, profiles with texel-buffer loads): a row-major input and a
+    """Quads (4 iterations a unit, profiles with `elementwise_quads`): a row-major input and a
     broadcast row vector read 4 elements at once, a per-row value once per quad, a transposed
     input element by element; an i32 output and linalg.index ride along; the reference result
     everywhere."""
@@ -388,7 +388,7 @@ def test_quads_read_each_operand_by_its_kind(vulkan, rng):
     kernel = elementwise("quads", (rows, cols), ["f32"] * 4, ["f32", "i32"], ops, [8, 11],
                          maps, [(rows, cols), (rows,), (cols, rows), (cols,)])
     kinds = quad_kinds(kernel, vulkan.profile)
-    if vulkan.profile.texel_buffer_loads:
+    if vulkan.profile.elementwise_quads:
         assert kinds == [CONTIGUOUS, UNIFORM, SCATTERED, CONTIGUOUS, CONTIGUOUS, CONTIGUOUS]
     else:
         assert kinds is None

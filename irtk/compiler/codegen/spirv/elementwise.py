@@ -14,13 +14,16 @@ map, folded with its row-major strides, is a linear form in the loop indices, an
 dimensions that the form walks contiguously collapse into one `(index / stride) % extent`
 term, so an identity map costs nothing and a broadcast costs one division or remainder.
 
-Quads (profiles with texel-buffer loads, where every output is contiguous and the iteration
+Quads (profiles with `elementwise_quads`, where every output is contiguous and the iteration
 count a multiple of 4): the unit of work is 4 consecutive iterations instead of one. Each
 operand is read once per quad where its offsets allow — one 16-byte load or texel fetch where
 the 4 iterations read 4 consecutive, 16-byte aligned elements (`CONTIGUOUS`), one element
 where they all read the same one (`UNIFORM`), else one per iteration — and each output is
-written with one 16-byte store: lavapipe loads and stores lane by lane, so the per-instruction
-cost falls by 4 (docs/codegen_spirv.md).
+written with one 16-byte store: lavapipe and SwiftShader load and store lane by lane, so the
+per-instruction cost falls by 4 (docs/codegen_spirv.md).
+
+Read-only inputs are texel buffers on profiles with texel-buffer loads (lavapipe), and on
+profiles with texel windows (SwiftShader) where they fit one view (`fits_one_view`).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from irtk.errors import CompileError
 
 from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
 from .emitter import Emitter
+from .interface import fits_one_view
 from .executable import SpirvKernel, validate
 from .scalar_ops import OPS, OpCall, emit_op
 
@@ -152,7 +156,7 @@ def quad_kind(terms: tuple[_Term, ...], const: int) -> str:
 
 def quad_kinds(kernel: Kernel, profile: VulkanProfile) -> list[str] | None:
     """Each operand's `quad_kind` when the kernel runs in quads on `profile`, else None."""
-    if not profile.texel_buffer_loads or kernel.iteration_count % 4 or \
+    if not profile.elementwise_quads or kernel.iteration_count % 4 or \
             kernel.iteration_count == 0:
         return None
     kinds = [quad_kind(*offset_terms(kernel.loop_ranges, o))
@@ -300,7 +304,9 @@ class _Generator:
             key = (operand.binding, operand.element_type)
             if key in self.buffers:
                 continue
-            if self.profile.texel_buffer_loads and operand.binding not in written:
+            if operand.binding not in written and (self.profile.texel_buffer_loads or
+                                                   fits_one_view(self.kernel, operand,
+                                                                 self.profile)):
                 # As ShaderInterface does (docs/codegen_spirv.md, "Texel-buffer loads"): one
                 # variable per binding, whatever the element types read from it.
                 same = [v for (binding, _), v in self.buffers.items()
@@ -315,9 +321,13 @@ class _Generator:
                 f"{role}{i if i < n_in else i - n_in}_b{operand.binding}",
                 writable=operand.binding in written, readable=operand.binding in read)
         if self.quads is not None:
-            for binding in sorted(written):
+            # uvec4 views: every output, and contiguous inputs read as storage buffers.
+            contiguous = {o.binding for i, o in enumerate(self.operands)
+                          if self.quads[i] == CONTIGUOUS and i in self.used}
+            for binding in sorted(written | (contiguous - self.texel_bindings)):
                 self.quad_views[binding] = storage_buffer(
-                    e, binding, b.type_vector(e.u32, 4), 16, f"quads_b{binding}")
+                    e, binding, b.type_vector(e.u32, 4), 16, f"quads_b{binding}",
+                    writable=binding in written)
         bindings = sorted({o.binding for o in self.operands})
         return [(binding, binding not in written) for binding in bindings]
 
