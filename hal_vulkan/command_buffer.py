@@ -16,7 +16,7 @@ from irtk.hal.buffer import RangeError
 from irtk.hal.deferred_command_buffer import DeferredCommandBuffer, Dispatch, command_refs
 from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.executable import EntryPoint, VulkanExecutable
-from hal_vulkan.descriptors import descriptor_range, texel_range, window_ranges
+from hal_vulkan.descriptors import binding_ranges
 from hal_vulkan.recorder import Recorder, Recording
 from hal_vulkan.resource import Resource
 
@@ -74,13 +74,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
 
     def check_direct_binding(self, entry: EntryPoint, index: int, binding: ResolvedBinding,
                              what: str) -> None:
-        number = entry.binding_numbers[index]
-        if number in entry.texel_windows:
-            window_ranges(self.device, binding, *entry.texel_windows[number], what)
-        elif number in entry.texel_bindings:
-            texel_range(self.device, binding, what)
-        else:
-            descriptor_range(self.device, binding, what)
+        binding_ranges(self.device, entry, entry.binding_numbers[index], binding, what)
 
     def finalize(self) -> None:
         if self.finalized:

@@ -17,6 +17,7 @@ from hal_vulkan.status import check_result
 
 if TYPE_CHECKING:
     from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.executable import EntryPoint
 
 # Texel-buffer bindings are read as R32G32B32A32_UINT texels (docs/codegen_spirv.md).
 TEXEL_BYTES = 16
@@ -50,15 +51,25 @@ def fill_descriptor_write(device: VulkanDevice, infos: Any, writes: Any, i: int,
         infos + i
 
 
+def binding_ranges(device: VulkanDevice, entry: EntryPoint, number: int,
+                   resolved: ResolvedBinding, what: str) -> list[tuple[int, int]]:
+    """The (device offset, range) pairs binding `number` of `entry` is bound with, checked
+    against the device's limits: a storage buffer's, a texel view's, or one per texel window.
+    Recording and a direct binding's check both go through here."""
+    if number in entry.texel_windows:
+        count, texels = entry.texel_windows[number]
+        return window_ranges(device, resolved, count, texels, what)
+    if number in entry.texel_bindings:
+        return [texel_range(device, resolved, what)]
+    return [descriptor_range(device, resolved, what)]
+
+
 def fill_texel_write(device: VulkanDevice, recording: Any, views: Any, view: int, writes: Any,
-                     i: int, dst_set: Any, number: int, resolved: ResolvedBinding, what: str,
-                     windows: tuple[int, int] | None = None) -> int:
-    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number`: views of the
-    binding made for `recording` (which owns them: `Recording.buffer_view`), kept in `views`
-    from slot `view` on; one view, or with `windows` = (count, texels) one per window. Returns
-    the next free slot."""
-    ranges = [texel_range(device, resolved, what)] if windows is None else \
-        window_ranges(device, resolved, windows[0], windows[1], what)
+                     i: int, dst_set: Any, number: int, ranges: list[tuple[int, int]],
+                     resolved: ResolvedBinding) -> int:
+    """Fill `writes[i]` with a uniform-texel-buffer write of binding `number`: a view per range
+    (`binding_ranges`) made for `recording` (which owns them: `Recording.buffer_view`), kept in
+    `views` from slot `view` on. Returns the next free slot."""
     buffer = resolved.buffer.vk_buffer
     for k, (offset, size) in enumerate(ranges):
         views[view + k] = recording.buffer_view(buffer, offset, size)

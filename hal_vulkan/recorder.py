@@ -17,7 +17,7 @@ from irtk.hal.deferred_command_buffer import (Barrier, ResolvedCommand, Resolved
                                               ResolvedDispatch, ResolvedFill, ResolvedUpdate)
 from hal_vulkan import commands as cmds
 from hal_vulkan.descriptor_pool import DescriptorArena
-from hal_vulkan.descriptors import (create_texel_view, fill_descriptor_write,
+from hal_vulkan.descriptors import (binding_ranges, create_texel_view, fill_descriptor_write,
                                     fill_texel_write)
 from hal_vulkan.resource import Resource
 from hal_vulkan.status import call, check_result
@@ -200,9 +200,9 @@ class Recorder:
             for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
                 if number in ep.texel_bindings:
+                    ranges = binding_ranges(self.device, ep, number, resolved, what)
                     view = fill_texel_write(self.device, self.recording, views, view, writes, i,
-                                            target, number, resolved, what,
-                                            ep.texel_windows.get(number))
+                                            target, number, ranges, resolved)
                 else:
                     fill_descriptor_write(self.device, infos, writes, i, target, number,
                                           resolved, what)
