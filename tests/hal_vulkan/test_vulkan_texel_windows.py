@@ -267,3 +267,26 @@ def test_matmul_through_texel_views_matches_numpy(device, rng, m, n, k):
     got = _dispatch(device, compiled, profile, [a, b], c, 256)
     np.testing.assert_allclose(got.reshape(m, n), c + a.astype(np.float64) @ b, rtol=1e-4,
                                atol=1e-4)
+
+
+def test_swiftshader_elementwise_mixes_texel_views_and_storage_quads(device, rng):
+    """On the swiftshader profile an elementwise input of at most one window is a texel view
+    and a larger one a storage buffer read 4 elements at a time (quads): x (1088 x 256 f32,
+    1.06 MiB) from storage, w broadcast along rows from a view; the numpy result."""
+    rows, cols = 1088, 256
+    kernel = Kernel("axpw", (rows, cols),
+                    [Operand(0, "f32", (rows, cols), _map(2, [[1, 0, 0], [0, 1, 0]])),
+                     Operand(1, "f32", (cols,), _map(2, [[0, 1, 0]]))],
+                    [Operand(2, "f32", (rows, cols), _map(2, [[1, 0, 0], [0, 1, 0]]))],
+                    [Op("arith.mulf", (0, 1), "f32"), Op("arith.addf", (3, 0), "f32")], [4],
+                    ("parallel", "parallel"))
+    profile = VULKAN_PROFILES["swiftshader"]
+    compiled = compile_kernel(kernel, profile)
+    assert compiled.strategy == "elementwise" and compiled.texel_bindings == (1,)
+    if compiled.requirements.get("subgroup_size", device.info.subgroup_size) != \
+            device.info.subgroup_size:
+        pytest.skip("compiled for SwiftShader's subgroup size")
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w = rng.standard_normal(cols).astype(np.float32)
+    got = _dispatch(device, compiled, profile, [x, w], np.zeros((rows, cols), np.float32), 0)
+    np.testing.assert_array_equal(got.reshape(rows, cols), x * w + x)
