@@ -290,3 +290,16 @@ def test_swiftshader_elementwise_mixes_texel_views_and_storage_quads(device, rng
     w = rng.standard_normal(cols).astype(np.float32)
     got = _dispatch(device, compiled, profile, [x, w], np.zeros((rows, cols), np.float32), 0)
     np.testing.assert_array_equal(got.reshape(rows, cols), x * w + x)
+
+
+def test_a_windowed_read_before_a_window_is_picked_is_an_internal_error():
+    """A strategy must call `select_window` before reading a windowed binding; codegen that
+    does not is caught with a CompileError naming the kernel and binding, not bad SPIR-V."""
+    from irtk.compiler.codegen.spirv.interface import ShaderInterface
+    from irtk.errors import CompileError
+
+    iface = ShaderInterface(row_sum(64, 64), windowed(), (64, 1, 1), {0: 2})
+    iface.e.label()
+    with pytest.raises(CompileError, match="internal error: kernel 'row_sum' reads binding 0 "
+                                           "before selecting a texel window"):
+        iface.load_words(0, iface.e.u32c(0), 4)
