@@ -1,11 +1,11 @@
 """Executables of format "vulkan-spirv-fb": shader modules turned into compute pipelines.
 
 Requirements are checked before any Vulkan object exists. Each entry point gets its own
-descriptor set layout (storage or uniform texel buffers at set 0, bindings as declared; a
-push-descriptor layout
-when the device has VK_KHR_push_descriptor) and pipeline layout (one push-constant range of
-push_constant_count words). All pipelines are created in one vkCreateComputePipelines call
-through the device's persistent pipeline cache; the shader modules are destroyed right after.
+descriptor set layout (storage or uniform texel buffers at set 0, bindings as declared, an
+array of views for texel windows; a push-descriptor layout when the device has
+VK_KHR_push_descriptor) and pipeline layout (one push-constant range of push_constant_count
+words). All pipelines are created in one vkCreateComputePipelines call through the device's
+persistent pipeline cache; the shader modules are destroyed right after.
 """
 from __future__ import annotations
 

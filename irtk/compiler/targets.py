@@ -34,11 +34,12 @@ class VulkanProfile:
     # fetches texels with straight-line SIMD code but loads storage buffers lane by lane with
     # a branch per lane (docs/codegen_spirv.md, "Texel-buffer loads").
     texel_buffer_loads: bool = False
-    # Reductions read each input row through a window of this many texels (a power of two:
-    # the device's maxTexelBufferElements) out of an array of views overlapping by half,
-    # picked once per row: SwiftShader fetches texels with one 16-byte load per lane but
-    # gathers storage-buffer words lane by lane, and has only 65536 texels per view
-    # (docs/codegen_spirv.md, "Texel windows"). 0: no windows.
+    # Texels one view may hold (a power of two: the device's maxTexelBufferElements), where
+    # inputs are storage buffers but texel fetches pay: SwiftShader fetches a texel with one
+    # 16-byte load per lane and gathers storage-buffer words lane by lane. Reductions read
+    # each input row through an array of such views overlapping by half, picked once per row;
+    # matmul and elementwise inputs of at most one view are single views (docs/codegen_spirv.md,
+    # "Texel windows"). 0: storage buffers.
     texel_window: int = 0
     # Elementwise kernels in quads of 4 iterations with 16-byte loads and stores (CPU drivers,
     # which pay per load and store instruction, not per byte; elementwise.py).

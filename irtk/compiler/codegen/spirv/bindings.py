@@ -40,7 +40,7 @@ def texel_buffer(e: Emitter, binding: int, name: str) -> int:
     return var
 
 
-def texel_windows(e: Emitter, binding: int, count: int, name: str) -> int:
+def texel_window_array(e: Emitter, binding: int, count: int, name: str) -> int:
     """An array of `count` uniform texel buffers over `binding` (its windows)."""
     b = e.b
     b.capability(Capability.SampledBuffer)
@@ -55,7 +55,8 @@ def texel_windows(e: Emitter, binding: int, count: int, name: str) -> int:
 
 
 def window_image(e: Emitter, var: int, window: int) -> int:
-    """The image of window `window` (u32, dynamically uniform) of a `texel_windows` variable."""
+    """The image of window `window` (u32, dynamically uniform) of a `texel_window_array`
+    variable."""
     image_type = _texel_image(e)
     pointer = e.op(SpvOp.AccessChain, e.b.type_pointer(StorageClass.UniformConstant, image_type),
                    var, window)

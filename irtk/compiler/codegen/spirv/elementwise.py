@@ -266,7 +266,8 @@ class _Generator:
                  quads: list[str] | None = None) -> None:
         self.kernel, self.plan, self.profile = kernel, plan, profile
         self.quads = quads            # per operand, its quad kind; None: one iteration a unit
-        self.quad_views: dict[int, int] = {}   # written binding -> its uvec4 variable
+        # uvec4 variable of each output binding and contiguous storage input (quads)
+        self.quad_views: dict[int, int] = {}
         self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         self.operands = kernel.inputs + kernel.outputs
         self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]

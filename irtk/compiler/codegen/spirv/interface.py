@@ -34,7 +34,7 @@ from irtk.compiler.kernel import Extent, Grid, Kernel, Operand, element_bit_widt
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
-from .bindings import (fetch, fetch_image, storage_buffer, texel_buffer, texel_windows,
+from .bindings import (fetch, fetch_image, storage_buffer, texel_buffer, texel_window_array,
                        window_image)
 from .emitter import Emitter
 from .executable import SpirvKernel
@@ -112,7 +112,8 @@ class ShaderInterface:
                 continue
             binding = operand.binding
             if binding in self.texel_windows and binding not in written:
-                var = texel_windows(e, binding, self.texel_windows[binding], f"t{binding}")
+                var = texel_window_array(e, binding, self.texel_windows[binding],
+                                         f"t{binding}")
                 self.texel_bindings.add(binding)
             elif (self.profile.texel_buffer_loads or binding in self.texel_views) \
                     and binding not in written:
@@ -120,7 +121,7 @@ class ShaderInterface:
                 self.texel_bindings.add(binding)
             else:
                 var = storage_buffer(e, binding, e.u32, 4, f"b{binding}",
-                                              writable=binding in written)
+                                     writable=binding in written)
             self.buffers[binding] = var
             self.globals.append(var)
 
@@ -327,8 +328,11 @@ class ShaderInterface:
     def fetch_window_texel(self, binding: int, texel: int) -> list[int]:
         """The four words (u32) of texel `texel` of the selected window (an index into the
         window, not the binding: what the loads address by needs no subtraction per fetch)."""
+        return self._components(fetch_image(self.e, self._window[binding][0], texel))
+
+    def _components(self, words: int) -> list[int]:
+        """The four u32 components of a uvec4 (a fetched texel or a 16-byte load)."""
         e = self.e
-        words = fetch_image(e, self._window[binding][0], texel)
         return [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
 
     def _fetch(self, binding: int, texel: int) -> int:
@@ -354,8 +358,7 @@ class ShaderInterface:
                 out = []
                 for t in range(count // 4):
                     at = texel if t == 0 else e.op(SpvOp.IAdd, e.u32, texel, e.u32c(t))
-                    words = self._fetch(binding, at)
-                    out += [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
+                    out += self._components(self._fetch(binding, at))
                 return out
             # Word w is component w % 4 of texel w / 4.
             words = self._fetch(binding, texel)
@@ -366,9 +369,8 @@ class ShaderInterface:
             v4 = b.type_vector(e.u32, 4)
             view = self.read_only_view(binding, v4, 16)
             index = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(2))
-            words = e.op(SpvOp.Load, v4, e.op(SpvOp.AccessChain, b.type_pointer(
-                StorageClass.StorageBuffer, v4), view, e.u32c(0), index))
-            return [e.op(SpvOp.CompositeExtract, e.u32, words, i) for i in range(4)]
+            return self._components(e.op(SpvOp.Load, v4, e.op(SpvOp.AccessChain, b.type_pointer(
+                StorageClass.StorageBuffer, v4), view, e.u32c(0), index)))
         return [e.op(SpvOp.Load, e.u32, self._word_pointer(
             binding, first if i == 0 else e.op(SpvOp.IAdd, e.u32, first, e.u32c(i))))
             for i in range(count)]
@@ -409,7 +411,7 @@ class ShaderInterface:
         key = (binding, vector_type)
         if key not in self._vector_views:
             var = storage_buffer(self.e, binding, vector_type, stride,
-                                          f"b{binding}_x{stride}", writable=False)
+                                 f"b{binding}_x{stride}", writable=False)
             self._vector_views[key] = var
             self.globals.append(var)
         return self._vector_views[key]
