@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import iree.runtime as ireert
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import median_time  # noqa: E402  (standard library only: runs in IREE's env)
 
 
 class _AlignedNumpy:
@@ -83,13 +84,7 @@ def main() -> None:
         # "seconds": numpy arguments in, results read back (uploads included); "resident":
         # arguments already on the device, as iree-benchmark-module times a call.
         for key, call_args in (("seconds", args), ("resident", resident)):
-            np.asarray(fn(*call_args))  # warm up
-            times = []
-            for _ in range(a.reps):
-                t = time.perf_counter()
-                np.asarray(fn(*call_args))
-                times.append(time.perf_counter() - t)
-            figures[key] = statistics.median(times)
+            figures[key] = median_time(lambda: np.asarray(fn(*call_args)), a.reps)
     print(json.dumps(figures))
 
 
