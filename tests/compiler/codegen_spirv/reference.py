@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from irtk.compiler.codegen.spirv.float_formats import FORMATS, FloatFormat
-from irtk.compiler.kernel import Kernel, Op, element_bit_width
+from irtk.compiler.codegen.spirv.float_formats import FORMATS
+from irtk.compiler.kernel import Kernel, Op
+from irtk.types import SCALAR_TYPES, FloatFormat
 
 INT_WIDTH = {"i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "index": 32, "i64": 64}
 FLOATS = ("f32", "f64", *FORMATS)
@@ -33,7 +34,7 @@ def _table(fmt: FloatFormat) -> tuple[np.ndarray, np.ndarray]:
     """Finite non-negative values of the format, sorted, with their bit patterns."""
     if fmt.name not in _TABLES:
         values, bits = {}, {}
-        for b in range(1 << fmt.width):
+        for b in range(1 << fmt.bits):
             v = fmt.value(b)
             if math.isfinite(v) and (v > 0 or (v == 0 and math.copysign(1, v) > 0)):
                 if v not in values or b < bits[v]:
@@ -81,8 +82,8 @@ def encode(kind: str, x: np.ndarray) -> np.ndarray:
 
 def decode(kind: str, bits: np.ndarray) -> np.ndarray:
     fmt = FORMATS[kind]
-    lookup = np.array([fmt.value(b) for b in range(1 << fmt.width)])
-    return lookup[np.asarray(bits, dtype=np.int64) & ((1 << fmt.width) - 1)]
+    lookup = np.array([fmt.value(b) for b in range(1 << fmt.bits)])
+    return lookup[np.asarray(bits, dtype=np.int64) & ((1 << fmt.bits) - 1)]
 
 
 def round_float(kind: str, x: np.ndarray) -> np.ndarray:
@@ -438,7 +439,7 @@ def to_storage(array: np.ndarray, kind: str) -> bytes:
         data = flat.astype(np.float64).tobytes()
     else:
         bits = encode(kind, flat.astype(np.float64))
-        width = element_bit_width(kind)
+        width = SCALAR_TYPES[kind].storage_bits
         if width == 4:
             data = _pack_nibbles(bits.astype(np.uint8))
         else:
@@ -455,7 +456,7 @@ def _pack_nibbles(nibbles: np.ndarray) -> bytes:
 def from_storage(data: bytes, kind: str, shape: tuple[int, ...]) -> np.ndarray:
     """The inverse of `to_storage`: int64 / bool / float64 values in the reference's form."""
     count = math.prod(shape)
-    width = element_bit_width(kind)
+    width = SCALAR_TYPES[kind].storage_bits
     raw = np.frombuffer(data, dtype=np.uint8)
     if kind in _NP_INT:
         out = np.frombuffer(data[:count * width // 8], _NP_INT[kind]).astype(np.int64)

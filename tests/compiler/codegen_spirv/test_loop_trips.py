@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from irtk.compiler.codegen.spirv.fallback import LOOP_TRIP_BUDGET, MAX_UNROLL, innermost_unroll
-from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.kernel import Kernel, Op, Operand
 from irtk.errors import CompileError
 
 from .kernels import identity, projection

@@ -39,13 +39,13 @@ def _close_or_flushed(got: np.ndarray, expected: np.ndarray) -> None:
 def test_every_bit_pattern_decodes_exactly(vulkan, kind):
     """bits -> bitcast -> extf to f32, for all 2^width patterns of the format."""
     fmt = FORMATS[kind]
-    bits = np.arange(1 << fmt.width, dtype=np.int64)
-    int_type = BITS_TYPE[fmt.width]
+    bits = np.arange(1 << fmt.bits, dtype=np.int64)
+    int_type = BITS_TYPE[fmt.bits]
     n = bits.size
     kernel = Kernel(f"decode_{kind}", (n,), [Operand(0, int_type, (n,), identity(1))],
                     [Operand(1, "f32", (n,), identity(1))],
                     [Op("arith.bitcast", (0,), kind), Op("arith.extf", (2,), "f32")], [3])
-    signed = np.where(bits >= 1 << (fmt.width - 1), bits - (1 << fmt.width), bits)
+    signed = np.where(bits >= 1 << (fmt.bits - 1), bits - (1 << fmt.bits), bits)
     got = vulkan.run(kernel, [signed])[0]
     expected = decode(kind, bits)
     nan = np.isnan(expected)
@@ -58,7 +58,7 @@ def rounding_samples(kind: str, rng: np.random.Generator) -> np.ndarray:
     every tie between neighbours and one f32 ulp either side of it, random values across and
     beyond its range, and the specials (f32 denormals left out: drivers may flush them)."""
     fmt = FORMATS[kind]
-    table = decode(kind, np.arange(1 << fmt.width))
+    table = decode(kind, np.arange(1 << fmt.bits))
     finite = np.unique(table[np.isfinite(table) & (np.abs(table) >= F32_TINY)])
     mids = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)       # exact ties
     near = np.concatenate([np.nextafter(mids, np.float32(np.inf)),
@@ -79,11 +79,11 @@ def test_f32_rounds_to_nearest_even_with_the_format_rules(vulkan, rng, kind):
     fmt = FORMATS[kind]
     x = rounding_samples(kind, rng)
     n = x.size
-    int_type = BITS_TYPE[fmt.width]
+    int_type = BITS_TYPE[fmt.bits]
     kernel = Kernel(f"encode_{kind}", (n,), [Operand(0, "f32", (n,), identity(1))],
                     [Operand(1, int_type, (n,), identity(1))],
                     [Op("arith.truncf", (0,), kind), Op("arith.bitcast", (2,), int_type)], [3])
-    got = vulkan.run(kernel, [x])[0] & ((1 << fmt.width) - 1)
+    got = vulkan.run(kernel, [x])[0] & ((1 << fmt.bits) - 1)
     want = encode(kind, x)
     got_nan, want_nan = np.isnan(decode(kind, got)), np.isnan(decode(kind, want))
     np.testing.assert_array_equal(got_nan, want_nan)

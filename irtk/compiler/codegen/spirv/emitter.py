@@ -22,6 +22,7 @@ from spirv.builder import ModuleBuilder
 from spirv.tables import Capability, Decoration, ExecutionMode, GLSLstd450, Op
 
 from irtk.errors import CompileError
+from irtk.types import SCALAR_TYPES
 
 # Instructions that read memory or have effects: never merged with an earlier identical one.
 _IMPURE = frozenset({Op.Load, Op.Store, Op.FunctionCall, Op.Variable, Op.AtomicAnd,
@@ -66,17 +67,18 @@ class Emitter:
         than 32 bits in an f32 register (see typed_ops.py); 64-bit types need the profile's
         native support, which the caller has checked.
         """
-        if name == "i1":
+        if name not in SCALAR_TYPES:
+            raise CompileError(f"vulkan-spirv: scalar type '{name}' is not supported")
+        register = SCALAR_TYPES[name].register
+        if register == "i1":
             return self.bool
-        if name in ("i2", "i4", "i8", "i16", "i32", "index"):
+        if register == "i32":
             return self.i32
-        if name == "i64":
+        if register == "i64":
             return self.b.type_vector(self.u32, 2) if self.emulate_i64 else self.i64
-        if name == "f64":
+        if register == "f64":
             return self.f64
-        if name in ("f16", "bf16", "f32") or name.startswith(("f8", "f4")):
-            return self.f32
-        raise CompileError(f"vulkan-spirv: scalar type '{name}' is not supported")
+        return self.f32
 
     @property
     def i64(self) -> int:

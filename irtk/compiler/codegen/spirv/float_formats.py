@@ -5,91 +5,22 @@ type, so a device needs no 16-bit or 8-bit float support. Conversion goes throug
 bit pattern: `encode` rounds an f32 to the type's bits (round to nearest, ties to even, on the
 bits, so drivers cannot fold it away), `decode` turns bits back into the exact f32 value.
 
-Special values follow the type's kind (as MLIR's APFloat does):
-- "ieee" (f16, bf16, f8E5M2): overflow and inf give inf, NaN stays NaN;
-- "fn" (f8E4M3FN): no inf; overflow and inf give NaN (S.1111.111);
-- "fnuz" (f8E4M3FNUZ, f8E5M2FNUZ): no inf, no -0; NaN is 0x80; overflow and inf give NaN;
-- "finite" (f4E2M1FN): no inf or NaN; overflow and inf saturate to +-max, NaN gives +0;
-- "e8m0" (f8E8M0FNU): unsigned powers of two 2^-127..2^127, no zero; 0xFF is NaN, which is
-  also what zero, negative numbers, inf and overflow give; tiny values give 2^-127.
+Special values follow the type's kind (as MLIR's APFloat does), as `irtk.types` defines the
+formats and their kinds.
 """
 from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
 
 from spirv.tables import GLSLstd450, Op
 
+from irtk.types import FLOAT_FORMATS, FloatFormat
+
 from .emitter import Emitter
 
-
-@dataclass(frozen=True)
-class FloatFormat:
-    name: str
-    exponent_bits: int
-    mantissa_bits: int
-    bias: int
-    kind: str               # "ieee", "fn", "fnuz", "finite", "e8m0"
-
-    @property
-    def width(self) -> int:
-        return (0 if self.kind == "e8m0" else 1) + self.exponent_bits + self.mantissa_bits
-
-    @property
-    def max_bits(self) -> int:
-        """Bits of the largest finite magnitude."""
-        top = (1 << self.exponent_bits) - 1
-        m = self.mantissa_bits
-        if self.kind == "ieee":
-            return ((top - 1) << m) | ((1 << m) - 1)
-        if self.kind == "fn":
-            return (top << m) | ((1 << m) - 2)
-        if self.kind == "e8m0":
-            return top - 1
-        return (top << m) | ((1 << m) - 1)
-
-    @property
-    def nan_bits(self) -> int:
-        m, e = self.mantissa_bits, self.exponent_bits
-        if self.kind == "ieee":
-            return (((1 << e) - 1) << m) | (1 << (m - 1))
-        if self.kind == "fn":
-            return (1 << (e + m)) - 1
-        if self.kind == "fnuz":
-            return 1 << (e + m)
-        if self.kind == "e8m0":
-            return 0xFF
-        return 0  # "finite": NaN is not representable; it becomes +0
-
-    def value(self, bits: int) -> float:
-        """The value of a bit pattern (the reference for tests and constant folding)."""
-        m, e = self.mantissa_bits, self.exponent_bits
-        if self.kind == "e8m0":
-            return float("nan") if bits == 0xFF else 2.0 ** (bits - self.bias)
-        sign = -1.0 if bits >> (e + m) & 1 else 1.0
-        exp, mant = (bits >> m) & ((1 << e) - 1), bits & ((1 << m) - 1)
-        if self.kind == "fnuz" and bits == self.nan_bits:
-            return float("nan")
-        if self.kind == "fn" and exp == (1 << e) - 1 and mant == (1 << m) - 1:
-            return float("nan")
-        if self.kind == "ieee" and exp == (1 << e) - 1:
-            return sign * float("inf") if mant == 0 else float("nan")
-        if exp == 0:
-            return sign * mant * 2.0 ** (1 - self.bias - m)
-        return sign * (1 + mant / (1 << m)) * 2.0 ** (exp - self.bias)
-
-
-FORMATS = {f.name: f for f in (
-    FloatFormat("f16", 5, 10, 15, "ieee"),
-    FloatFormat("bf16", 8, 7, 127, "ieee"),
-    FloatFormat("f8E5M2", 5, 2, 15, "ieee"),
-    FloatFormat("f8E4M3FN", 4, 3, 7, "fn"),
-    FloatFormat("f8E4M3FNUZ", 4, 3, 8, "fnuz"),
-    FloatFormat("f8E5M2FNUZ", 5, 2, 16, "fnuz"),
-    FloatFormat("f8E8M0FNU", 8, 0, 127, "e8m0"),
-    FloatFormat("f4E2M1FN", 2, 1, 1, "finite"),
-)}
+# The formats computed in f32 registers (everything narrower than f32).
+FORMATS: dict[str, FloatFormat] = {name: f for name, f in FLOAT_FORMATS.items() if f.bits < 32}
 
 
 def _u(e: Emitter, opcode: Op, *args: int) -> int:

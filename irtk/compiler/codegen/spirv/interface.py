@@ -30,9 +30,10 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
                           ExecutionModel, MemoryModel, MemorySemantics, Op as SpvOp, Scope,
                           StorageClass)
 
-from irtk.compiler.kernel import Extent, Grid, Kernel, Operand, element_bit_width
+from irtk.compiler.kernel import Extent, Grid, Kernel, Operand
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
+from irtk.types import SCALAR_TYPES
 
 from .bindings import (fetch, fetch_image, storage_buffer, texel_buffer, texel_window_array,
                        window_image)
@@ -439,7 +440,7 @@ class ShaderInterface:
     def load_bits(self, operand: Operand, offset: int) -> int:
         """The element's storage bits (u32; a uvec2 for 64-bit types)."""
         e = self.e
-        bits = element_bit_width(operand.element_type)
+        bits = SCALAR_TYPES[operand.element_type].storage_bits
         if bits == 32:
             return self.load_words(operand.binding, e.op(SpvOp.Bitcast, e.u32, offset), 1)[0]
         if bits == 64:
@@ -457,7 +458,7 @@ class ShaderInterface:
         e = self.e
         kind = operand.element_type
         bits = self.load_bits(operand, offset)
-        if element_bit_width(kind) == 64:
+        if SCALAR_TYPES[kind].storage_bits == 64:
             if kind == "i64" and e.emulate_i64:
                 return bits
             return e.op(SpvOp.Bitcast, e.scalar_type(kind), bits)
@@ -470,7 +471,7 @@ class ShaderInterface:
     def store(self, operand: Operand, offset: int, value: int) -> None:
         e = self.e
         kind = operand.element_type
-        width = element_bit_width(kind)
+        width = SCALAR_TYPES[kind].storage_bits
         if width == 64:
             vec = value if kind == "i64" and e.emulate_i64 else \
                 e.op(SpvOp.Bitcast, e.b.type_vector(e.u32, 2), value)
@@ -504,7 +505,7 @@ class ShaderInterface:
 
 def storage_words(operand: Operand) -> int:
     """Whole 32-bit words a static operand occupies (what its binding must cover)."""
-    return -(-math.prod(operand.shape) * element_bit_width(operand.element_type) // 32)
+    return -(-math.prod(operand.shape) * SCALAR_TYPES[operand.element_type].storage_bits // 32)
 
 
 def shared_array(iface: ShaderInterface, element: int, length: int, name: str) -> int:

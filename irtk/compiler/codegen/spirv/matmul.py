@@ -33,10 +33,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope,
-                          StorageClass)
+from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope)
 
-from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op, Operand
+from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
 from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel

@@ -54,12 +54,13 @@ import math
 from dataclasses import dataclass
 
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
-                          Op as SpvOp, Scope, StorageClass)
+                          Op as SpvOp, Scope)
 
 from irtk.compiler import reductions
-from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand, element_bit_width
+from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
 from irtk.compiler.reductions import Combiner
 from irtk.compiler.targets import VulkanProfile
+from irtk.types import SCALAR_TYPES
 
 from .body import evaluate
 from .executable import SpirvKernel
@@ -155,7 +156,7 @@ def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
     for o in kernel.inputs:
         coeffs = _offset_terms(kernel, o)
         if coeffs is None or o.binding in written or uses[o.binding] > 1 \
-                or element_bit_width(o.element_type) != 32:
+                or SCALAR_TYPES[o.element_type].storage_bits != 32:
             continue
         reach = [coeffs[d] * (kernel.loop_ranges[d] - 1)  # type: ignore[operator]
                  for d in kernel.reduction_dims]

@@ -19,15 +19,13 @@ from spirv.tables import GLSLstd450, Op as SpvOp
 
 from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
+from irtk.types import SCALAR_TYPES
 
 from .emitter import Emitter
 from . import int64_emulation as i64e
 from .float_formats import FORMATS, decode, encode, round_to
 from .scalar_ops import OpCall, emit_op
 
-INT_WIDTH = {"i1": 1, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "index": 32, "i64": 64}
-FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-               **{name: FORMATS[name].width for name in FORMATS if name[:2] in ("f8", "f4")}}
 # Ops that read their integer operands as unsigned numbers.
 _UNSIGNED = frozenset({"arith.divui", "arith.remui", "arith.shrui", "arith.maxui",
                        "arith.minui", "arith.uitofp", "arith.ceildivui", "math.ctlz",
@@ -37,24 +35,27 @@ _UNSIGNED_PREDICATES = frozenset({"ult", "ule", "ugt", "uge"})
 
 def register_class(kind: str) -> str:
     """"i1", "i32", "i64", "f32" or "f64": the register a kernel type computes in."""
-    if kind == "i1":
-        return "i1"
-    if kind in INT_WIDTH:
-        return "i64" if kind == "i64" else "i32"
-    if kind == "f64":
-        return "f64"
-    if kind in FLOAT_WIDTH:
-        return "f32"
-    raise CompileError(f"vulkan-spirv: scalar type '{kind}' is not supported")
+    if kind not in SCALAR_TYPES:
+        raise CompileError(f"vulkan-spirv: scalar type '{kind}' is not supported")
+    return SCALAR_TYPES[kind].register
 
 
 def is_float(kind: str) -> bool:
-    return kind in FLOAT_WIDTH
+    return kind in SCALAR_TYPES and SCALAR_TYPES[kind].is_float
+
+
+def _is_int(kind: str) -> bool:
+    return kind in SCALAR_TYPES and SCALAR_TYPES[kind].is_int
+
+
+def int_width(kind: str) -> int:
+    """Value bits of an integer type (index: 32, as in kernels)."""
+    return SCALAR_TYPES[kind].bits
 
 
 def wrap(e: Emitter, value: int, kind: str) -> int:
     """An i32 register value brought to the canonical form of the narrow integer `kind`."""
-    width = INT_WIDTH.get(kind, 32)
+    width = int_width(kind) if _is_int(kind) else 32
     if width >= 32 or kind == "i1":
         return value
     shift = e.i32c(32 - width)
@@ -64,7 +65,7 @@ def wrap(e: Emitter, value: int, kind: str) -> int:
 
 def zero_extend(e: Emitter, value: int, kind: str) -> int:
     """The unsigned reading of a canonical narrow integer, in an i32 register."""
-    width = INT_WIDTH.get(kind, 32)
+    width = int_width(kind) if _is_int(kind) else 32
     if width >= 32 or kind == "i1":
         return value
     return e.op(SpvOp.BitwiseAnd, e.i32, value, e.i32c((1 << width) - 1))
@@ -101,7 +102,7 @@ def constant(e: Emitter, kind: str, op: Op) -> int:
         return round_float(e, e.f32c(op.float_value), kind)
     if kind == "i1":
         return e.boolc(bool(op.int_value & 1))
-    width = INT_WIDTH[kind]
+    width = int_width(kind)
     value = op.int_value & ((1 << width) - 1)
     if value >> (width - 1):
         value -= 1 << width
@@ -163,7 +164,7 @@ def _int_to_int(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
         low = x if src != "i64" else e.op(SpvOp.SConvert, e.i32, x)
         return e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, e.i32, low, e.i32c(1)),
                     e.i32c(0))
-    widening = INT_WIDTH[dst] > INT_WIDTH[src]
+    widening = int_width(dst) > int_width(src)
     if src == "i64":
         return wrap(e, e.op(SpvOp.SConvert, e.i32, x), dst)
     if dst == "i64":
@@ -190,7 +191,7 @@ def _int_to_int_emulated(e: Emitter, unsigned: bool, x: int, src: str, dst: str)
 
 
 def _int_cast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
-    if not (src in INT_WIDTH and dst in INT_WIDTH):
+    if not (_is_int(src) and _is_int(dst)):
         raise CompileError(f"vulkan-spirv: {op.name} from {src} to {dst} is not an integer cast")
     return _int_to_int(e, op, x, src, dst)
 
@@ -230,7 +231,7 @@ def _int_to_float(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
 def _float_to_int(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
     """Saturating to the destination's range; NaN gives 0."""
     signed = op.name == "arith.fptosi"
-    width = INT_WIDTH[dst]
+    width = int_width(dst)
     if dst == "i1":
         width = 1
     lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
@@ -392,7 +393,7 @@ def _ipowi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
     x, n = args
     i32 = e.i32
     result, base = e.i32c(1), x
-    width = INT_WIDTH[types[1]]
+    width = int_width(types[1])
     for bit in range(min(width, 32) - 1):
         on = e.op(SpvOp.INotEqual, e.bool, e.op(SpvOp.BitwiseAnd, i32, n, e.i32c(1 << bit)),
                   e.i32c(0))
@@ -439,7 +440,7 @@ def _ceildivui(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
 def _bit_count(kind: str):
     def emit(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
         x = zero_extend(e, args[0], types[0])
-        width = INT_WIDTH[types[0]]
+        width = int_width(types[0])
         if kind == "ctpop":
             return e.op(SpvOp.BitCount, e.i32, x)
         zero = e.op(SpvOp.IEqual, e.bool, x, e.i32c(0))
