@@ -34,6 +34,7 @@ from irtk.compiler import kernel as K
 from irtk.compiler import split_reduction, tir
 from irtk.compiler.kernel import AffineMap
 from irtk.errors import CompileError
+from irtk.types import SCALAR_TYPES
 
 FILLABLE_BYTES = 4   # hal fill patterns are 1, 2 or 4 bytes
 
@@ -463,7 +464,7 @@ class _FunctionFormer:
         if y is None:
             return None
         if y.name == "arith.constant":
-            return y.float_value if y.type in K.FLOAT_TYPES else y.int_value
+            return y.float_value if SCALAR_TYPES[y.type].is_float else y.int_value
         if y.name == "kernel.param":
             d = self.constant_of(y.ref)  # type: ignore[arg-type]
             if d is not None:
@@ -512,7 +513,7 @@ class _FunctionFormer:
     @staticmethod
     def make_constant(n: Node, value: object) -> None:
         n.name, n.args, n.ref = "arith.constant", [], None
-        if n.type in K.FLOAT_TYPES:
+        if SCALAR_TYPES[n.type].is_float:
             n.float_value = float(value)  # type: ignore[arg-type]
         else:
             n.int_value = int(value)  # type: ignore[call-overload]
@@ -687,7 +688,7 @@ def _movable(op: tir.Op) -> bool:
 def fill_pattern(element_type: str, value: object) -> tuple[int, int] | None:
     """(pattern, pattern length in bytes) that fills a buffer of `element_type` with `value`;
     None when no pattern of at most 4 bytes does (wide values with unequal halves)."""
-    bits = K.element_bit_width(element_type)
+    bits = SCALAR_TYPES[element_type].storage_bits
     if element_type in ("f32",):
         raw = struct.unpack("<I", struct.pack("<f", float(value)))[0]  # type: ignore[arg-type]
     elif element_type == "f16":
@@ -696,7 +697,7 @@ def fill_pattern(element_type: str, value: object) -> tuple[int, int] | None:
         raw = int(np.array(value, np.float32).view(np.uint32)) >> 16
     elif element_type == "f64":
         raw = struct.unpack("<Q", struct.pack("<d", float(value)))[0]  # type: ignore[arg-type]
-    elif element_type in K.INT_TYPES or element_type == "index":
+    elif SCALAR_TYPES[element_type].is_int:
         raw = int(value) & ((1 << max(bits, 8)) - 1)  # type: ignore[call-overload]
         if element_type == "i1":
             raw = 1 if int(value) else 0  # type: ignore[call-overload]

@@ -28,6 +28,7 @@ from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal import numerics
 from irtk.hal.element_type import ElementType
+from irtk.types import SCALAR_TYPES, SMALL_FLOAT_TYPES, storage_bytes
 from irtk.vm.writer import FunctionBuilder, Label, Reg
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def cconv(arg_types: list[tir.Type], result_types: list[tir.Type]) -> str:
     def char(t: tir.Type) -> str:
         if isinstance(t, tir.TensorType):
             return "r"
-        return {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}[host_arith.BANK[t.name]]
+        return {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}[SCALAR_TYPES[t.name].vm_bank]
     return "0" + ("".join(char(t) for t in arg_types) or "v") + "_" + \
         ("".join(char(t) for t in result_types) or "v")
 
@@ -173,9 +174,9 @@ class FunctionGen(ControlFlowLowering):
 
     def byte_length(self, tv: TensorVal) -> Reg:
         n = self.element_count(tv)
-        bits = K.element_bit_width(tv.type.element_type)
+        bits = SCALAR_TYPES[tv.type.element_type].storage_bits
         if isinstance(n, int):
-            return self.const("i64", K.storage_bytes(tv.type.element_type, n))
+            return self.const("i64", storage_bytes(tv.type.element_type, n))
         r = self.new("i64")
         if bits % 8 == 0:
             self.b.emit("mul.i64", r.index, n.index, self.const("i64", bits // 8).index)
@@ -194,8 +195,8 @@ class FunctionGen(ControlFlowLowering):
         Bindings keep the exact `byte_length`, which is valid for any buffer."""
         n = self.element_count(tv)
         if isinstance(n, int):
-            return self.const("i64", -(-K.storage_bytes(tv.type.element_type, n) // 4) * 4)
-        if K.element_bit_width(tv.type.element_type) % 32 == 0:
+            return self.const("i64", -(-storage_bytes(tv.type.element_type, n) // 4) * 4)
+        if SCALAR_TYPES[tv.type.element_type].storage_bits % 32 == 0:
             return self.byte_length(tv)
         r = self.new("i64")
         self.b.emit("add.i64", r.index, self.byte_length(tv).index, self.const("i64", 3).index)
@@ -292,13 +293,13 @@ class FunctionGen(ControlFlowLowering):
         HOST_FILL_BYTES (the module holds the pattern at full length)."""
         n = self.element_count(tv)
         return isinstance(n, int) and \
-            0 < K.storage_bytes(tv.type.element_type, n) <= HOST_FILL_BYTES
+            0 < storage_bytes(tv.type.element_type, n) <= HOST_FILL_BYTES
 
     def allocate_filled(self, tv: TensorVal, pattern: int, pattern_length: int) -> Reg:
         """A new buffer for `tv` holding `pattern` repeated, written by the host as it is
         allocated (`hal.allocator.allocate.initialized` from rodata). The buffer is new, so no
         queued work can touch it; a segment without a fill can be a recorded one."""
-        size = -(-K.storage_bytes(tv.type.element_type, self.element_count(tv)) // 4) * 4
+        size = -(-storage_bytes(tv.type.element_type, self.element_count(tv)) // 4) * 4
         data = pattern.to_bytes(pattern_length, "little") * (size // pattern_length)
         src = self.new("ref")
         self.b.emit("const.ref.rodata", src.index, self.m.blob(f"fill{pattern_length}", data))
@@ -353,7 +354,7 @@ class FunctionGen(ControlFlowLowering):
         self.b.location(self.f.location)
         # Arguments arrive in the first registers of each bank, in order.
         regs = [self.new("ref" if isinstance(a.type, tir.TensorType)
-                         else host_arith.BANK[a.type.name]) for a in self.f.args]
+                         else SCALAR_TYPES[a.type.name].vm_bank) for a in self.f.args]
         self.chain = self.new("ref")
         self.b.emit("const.ref.null", self.chain.index)
         for i, (a, r) in enumerate(zip(self.f.args, regs)):
@@ -435,7 +436,7 @@ class FunctionGen(ControlFlowLowering):
     op_arith_constant = op_constant
 
     def scalar_const(self, type_name: str, value: object) -> Reg:
-        bank = host_arith.BANK[type_name]
+        bank = SCALAR_TYPES[type_name].vm_bank
         if bank in ("f32", "f64"):
             return self.const(bank, float(value))  # type: ignore[arg-type]
         v = int(value)  # type: ignore[call-overload]
@@ -512,8 +513,7 @@ class FunctionGen(ControlFlowLowering):
         buf = self.buffer_of(tv)
         self.sync()
         et = tv.type.element_type
-        if et not in host_arith.BANK:
-            raise self.error(op, f"reading a {et} element on the host is not supported")
+        t = SCALAR_TYPES[et]
         offset = self.const("i64", 0)
         for i, idx in enumerate(op.operands[1:]):
             stride = self.new("i64")
@@ -521,12 +521,11 @@ class FunctionGen(ControlFlowLowering):
             r = self.new("i64")
             self.b.emit("add.i64", r.index, stride.index, self.scalar(idx).index)
             offset = r
-        bits = K.element_bit_width(et)
-        bank = host_arith.BANK[et]
+        bits, bank = t.storage_bits, t.vm_bank
         out = self.new(bank)
-        if bits < 8:
+        if t.packed:
             code = self.load_packed(buf, offset, bits)
-            if et in K.SMALL_FLOAT_TYPES:
+            if t.is_float:
                 self.decode_small_float(out, code, et)
             else:
                 host_arith.narrow(self.b, self.new, code, et)
@@ -562,7 +561,7 @@ class FunctionGen(ControlFlowLowering):
             shifted = self.new("i32")
             self.b.emit("shl.i32", shifted.index, words[0].index, self.const("i32", 16).index)
             self.b.emit("bitcast.i32.f32", out.index, shifted.index)
-        elif et in K.SMALL_FLOAT_TYPES:
+        elif et in SMALL_FLOAT_TYPES:
             self.decode_small_float(out, words[0], et)
         elif bank == "f32":
             self.b.emit("bitcast.i32.f32", out.index, words[0].index)
@@ -623,7 +622,7 @@ class FunctionGen(ControlFlowLowering):
     def decode_small_float(self, out: Reg, code: Reg, et: str) -> None:
         """f32 value of an f8/f4 code, looked up in a table of every code's value (rodata,
         built by the numerics every driver shares, so the host agrees with the devices)."""
-        codes = np.arange(1 << K.element_bit_width(et), dtype=np.uint8)
+        codes = np.arange(1 << SCALAR_TYPES[et].storage_bits, dtype=np.uint8)
         table = numerics.from_bits(et, codes).astype("<f4").tobytes()
         data = self.new("ref")
         self.b.emit("const.ref.rodata", data.index, self.m.blob(f"{et}_values", table))
@@ -766,7 +765,7 @@ class FunctionGen(ControlFlowLowering):
             self.b.emit("global.load.ref", view.index, g)
             self.values[op.result.id] = self.from_view(view, t, self.plan.storage[op.result.id])
         else:
-            bank = host_arith.BANK[t.name]
+            bank = SCALAR_TYPES[t.name].vm_bank
             r = self.new(bank)
             self.b.emit(f"global.load.{bank}", r.index, g)
             self.values[op.result.id] = r
@@ -798,7 +797,7 @@ class FunctionGen(ControlFlowLowering):
         args = self.pass_values(op.operands)
         self.sync()
         results = [self.new("ref" if isinstance(v.type, tir.TensorType)
-                            else host_arith.BANK[v.type.name]) for v in op.results]
+                            else SCALAR_TYPES[v.type.name].vm_bank) for v in op.results]
         self.b.emit("call", ordinal, args, results)
         self.receive(results, op.results)
 

@@ -1,8 +1,8 @@
 """Host scalar arithmetic: arith/math ops on host values -> VM instructions.
 
-Host scalars live in the VM's banks: i1/i2/i4/i8/i16/i32 in i32 (i1 as 0/1, narrow ints kept
-sign-extended), i64 and index in i64, f16/bf16/f32 and the f8/f4 small floats in f32 (their
-values, as tensor.extract decodes them), f64 in f64.
+Host scalars live in the VM bank `irtk.types` gives each type: i1 as 0/1 and narrow ints kept
+sign-extended in i32, index in i64, f16/bf16 and the f8/f4 small floats as their values in f32
+(as tensor.extract decodes them).
 """
 from __future__ import annotations
 
@@ -10,12 +10,8 @@ from typing import Callable
 
 from irtk.compiler import tir
 from irtk.errors import CompileError
+from irtk.types import SCALAR_TYPES
 from irtk.vm.writer import FunctionBuilder, Reg
-
-BANK = {"i1": "i32", "i2": "i32", "i4": "i32", "i8": "i32", "i16": "i32", "i32": "i32",
-        "i64": "i64", "index": "i64", "f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64",
-        **{t: "f32" for t in ("f8E5M2", "f8E4M3FN", "f8E5M2FNUZ", "f8E4M3FNUZ", "f8E8M0FNU",
-                              "f4E2M1FN")}}
 
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.divsi": "div.s", "arith.divui": "div.u", "arith.remsi": "rem.s",
@@ -55,9 +51,9 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
           error: Callable[[str], CompileError]) -> Reg:
     """Emit `op` over registers `args`; returns the result register."""
     out_t = type_name(op.result.type)
-    bank = BANK.get(out_t)
-    if bank is None:
+    if out_t not in SCALAR_TYPES:
         raise error(f"host scalars of type {out_t} are not supported")
+    bank = SCALAR_TYPES[out_t].vm_bank
     in_t = type_name(op.operands[0].type) if op.operands else out_t
     r = new(bank)
     k = op.kind
@@ -85,7 +81,7 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
             raise error(f"{k} predicate '{pred}' is not supported on the host")
         name, swap, negate = table[pred]
         a, c = (args[1], args[0]) if swap else (args[0], args[1])
-        src_bank = BANK[in_t]
+        src_bank = SCALAR_TYPES[in_t].vm_bank
         b.emit(f"{name}.{src_bank}", r.index, a.index, c.index)
         if negate:
             one = new("i32")
@@ -94,16 +90,16 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
         return r
     if k in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
              "arith.trunci"):
-        src_bank = BANK[in_t]
+        src_bank = SCALAR_TYPES[in_t].vm_bank
         unsigned = k in ("arith.index_castui", "arith.extui")
         if src_bank == bank:
             b.emit(f"mov.{bank}", r.index, args[0].index)
-            if unsigned and in_t in _ZERO_EXTENDED:
+            if unsigned and _narrow_int(in_t):
                 _zero_extend(b, new, r, in_t)
             return narrow(b, new, r, out_t)
         if src_bank == "i32":
             src = args[0]
-            if unsigned and in_t in _ZERO_EXTENDED:
+            if unsigned and _narrow_int(in_t):
                 src = new("i32")
                 b.emit("mov.i32", src.index, args[0].index)
                 _zero_extend(b, new, src, in_t)
@@ -113,23 +109,23 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
         return narrow(b, new, r, out_t)
     if k in ("arith.sitofp", "arith.uitofp"):
         s = "u" if k == "arith.uitofp" else "s"
-        width = "32" if BANK[in_t] == "i32" else "64"
+        width = "32" if SCALAR_TYPES[in_t].vm_bank == "i32" else "64"
         b.emit(f"cast.{s}i{width}.{bank}", r.index, args[0].index)
         return r
     if k in ("arith.fptosi", "arith.fptoui"):
         s = "u" if k == "arith.fptoui" else "s"
         width = "32" if bank == "i32" else "64"
-        b.emit(f"cast.{BANK[in_t]}.{s}i{width}", r.index, args[0].index)
+        b.emit(f"cast.{SCALAR_TYPES[in_t].vm_bank}.{s}i{width}", r.index, args[0].index)
         return narrow(b, new, r, out_t)
     if k in ("arith.extf", "arith.truncf"):
-        src_bank = BANK[in_t]
+        src_bank = SCALAR_TYPES[in_t].vm_bank
         if src_bank == bank:
             b.emit(f"mov.{bank}", r.index, args[0].index)
         else:
             b.emit(f"cast.{src_bank}.{bank}", r.index, args[0].index)
         return r
     if k == "arith.bitcast":
-        src_bank = BANK[in_t]
+        src_bank = SCALAR_TYPES[in_t].vm_bank
         if src_bank == bank:
             b.emit(f"mov.{bank}", r.index, args[0].index)
         else:
@@ -172,13 +168,15 @@ def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, ban
     return q
 
 
-_ZERO_EXTENDED = ("i1", "i2", "i4", "i8", "i16")
+def _narrow_int(t: str) -> bool:
+    """An integer held sign-extended (i1: as 0/1) in a wider i32 register."""
+    return SCALAR_TYPES[t].is_int and SCALAR_TYPES[t].bits < 32
 
 
 def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
     if t in ("i2", "i4"):
         mask = new("i32")
-        b.emit("const.i32", mask.index, (1 << int(t[1:])) - 1)
+        b.emit("const.i32", mask.index, (1 << SCALAR_TYPES[t].bits) - 1)
         b.emit("and.i32", r.index, r.index, mask.index)
         return
     op = {"i1": "trunc.i32.i8", "i8": "trunc.i32.i8", "i16": "trunc.i32.i16"}[t]
@@ -189,7 +187,7 @@ def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg
     """Keep narrow integers in their canonical form (i1: 0/1, i2/i4/i8/i16 sign-extended)."""
     if t in ("i2", "i4"):
         shift = new("i32")
-        b.emit("const.i32", shift.index, 32 - int(t[1:]))
+        b.emit("const.i32", shift.index, 32 - SCALAR_TYPES[t].bits)
         b.emit("shl.i32", r.index, r.index, shift.index)
         b.emit("shr.s.i32", r.index, r.index, shift.index)
     elif t == "i1":

@@ -7,9 +7,9 @@ submitted before every branch: a segment never spans blocks.
 """
 from __future__ import annotations
 
-from irtk.compiler import host_arith
 from irtk.compiler import tir
 from irtk.compiler.host_values import TensorVal
+from irtk.types import SCALAR_TYPES
 from irtk.vm.writer import Label, Reg
 
 
@@ -25,7 +25,7 @@ class ControlFlowLowering:
                 out.append(TensorVal(v.type, self.new("ref"), dims, self.plan.storage.get(
                     v.id, -1)))
             else:
-                out.append(self.new(host_arith.BANK[v.type.name]))
+                out.append(self.new(SCALAR_TYPES[v.type.name].vm_bank))
         return out
 
     def move(self, targets: list[TensorVal | Reg], sources: list[tir.Value]) -> None:

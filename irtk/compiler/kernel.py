@@ -45,13 +45,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-# Scalar types a kernel body computes in and tensors store.
-INT_TYPES = ("i1", "i2", "i4", "i8", "i16", "i32", "i64")
-# Small floats are computed in f32 registers holding exactly representable values: every op
-# that produces one rounds its f32 result to the type (as arith.truncf would).
-SMALL_FLOAT_TYPES = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f4E2M1FN")
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64") + SMALL_FLOAT_TYPES
-SCALAR_TYPES = INT_TYPES + FLOAT_TYPES + ("index",)
+# Scalar types a kernel body computes in and tensors store: every type of `irtk.types`. Small
+# floats (and bf16) are computed in f32 registers holding exactly representable values: every
+# op that produces one rounds its f32 result to the type (as arith.truncf would).
+from irtk.types import SCALAR_TYPES, storage_bytes
 
 ITERATOR_TYPES = ("parallel", "reduction")
 
@@ -301,26 +298,3 @@ class Kernel:
         for v in self.yields:
             if not 0 <= v < base + len(self.ops) or v in gathered:
                 raise ValueError(f"kernel {self.name}: yield of value {v}")
-
-
-_BITS = {"i1": 8, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16,
-         "f32": 32, "f64": 64, "index": 32, "f4E2M1FN": 4,
-         **{t: 8 for t in SMALL_FLOAT_TYPES if t.startswith("f8")}}
-
-
-def element_bit_width(element_type: str) -> int:
-    """Storage bits per element (i1 takes a whole byte; i2/i4/f4 are packed)."""
-    return _BITS[element_type]
-
-
-def element_byte_size(element_type: str) -> int:
-    """Bytes per element for byte-sized types; sub-byte types raise (use storage_bytes)."""
-    bits = _BITS[element_type]
-    if bits < 8:
-        raise ValueError(f"{element_type} is packed {8 // bits} per byte; use storage_bytes")
-    return bits // 8
-
-
-def storage_bytes(element_type: str, count: int) -> int:
-    """Bytes that `count` elements occupy."""
-    return -(-count * _BITS[element_type] // 8)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
+from irtk.types import storage_bytes
 
 ALIAS_OPS = ("reshape", "barrier", "tie_shape", "cast")
 # Uses that read a value without keeping it: after the last one its buffer may be reused.
@@ -159,5 +160,5 @@ def _static_bytes(t: tir.Type) -> int | None:
         n = 1
         for d in t.shape:
             n *= d  # type: ignore[operator]
-        return K.storage_bytes(t.element_type, n)
+        return storage_bytes(t.element_type, n)
     return None

@@ -11,6 +11,7 @@ import numpy as np
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
 from irtk.compiler.stream import StreamPlan
+from irtk.types import SCALAR_TYPES
 
 
 def affine_text(m: K.AffineMap | None) -> str:
@@ -43,7 +44,7 @@ def body_text(ops: list[K.Op], yields: list[int], n_in: int, n_out: int,
         if op.predicate:
             attrs.append(op.predicate)
         if op.name == "arith.constant":
-            attrs.append(repr(op.float_value) if op.result_type in K.FLOAT_TYPES
+            attrs.append(repr(op.float_value) if SCALAR_TYPES[op.result_type].is_float
                          else str(op.int_value))
         elif op.name in ("linalg.index", "kernel.param", "tensor.extract"):
             attrs.append(str(op.int_value))

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irtk.compiler import host_arith
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
 from irtk.compiler.host import FunctionGen, cconv, element_type_code
 from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal import numerics
+from irtk.types import SCALAR_TYPES
 from irtk.vm.writer import FunctionBuilder, Label, ModuleWriter, Reg
 
 DENSE_ROW_MAJOR = 1
@@ -110,8 +110,8 @@ class ModuleGen:
                 if isinstance(g.type, tir.TensorType):
                     self.global_contents(g)
                     bank = "ref"
-                elif g.type.name in host_arith.BANK:
-                    bank = host_arith.BANK[g.type.name]
+                elif g.type.name in SCALAR_TYPES:
+                    bank = SCALAR_TYPES[g.type.name].vm_bank
                 else:
                     raise CompileError(f"{g.location}: error: globals of type {g.type.name} "
                                        "are not supported")
@@ -399,7 +399,7 @@ class ModuleGen:
             if not t.is_static:
                 raise CompileError(f"{g.location}: error: global '@{g.name}' has a dynamic "
                                    "shape and no initial value")
-            is_float = t.element_type in K.FLOAT_TYPES
+            is_float = SCALAR_TYPES[t.element_type].is_float
             value = np.zeros(t.shape, np.float64 if is_float else np.int64)  # type: ignore
         else:
             value = np.asarray(g.initial)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from irtk.compiler import kernel
-from irtk.compiler.kernel import FLOAT_TYPES, INT_TYPES
+from irtk.types import SCALAR_TYPES
 
 
 class Unsupported(Exception):
@@ -21,15 +21,16 @@ class Unsupported(Exception):
 
 
 def is_float(t: str) -> bool:
-    return t in FLOAT_TYPES
+    return SCALAR_TYPES[t].is_float
 
 
 def is_int(t: str) -> bool:
-    return t in INT_TYPES or t == "index"
+    return SCALAR_TYPES[t].is_int
 
 
 def bit_width(t: str) -> int:
-    return 64 if t == "index" else kernel.element_bit_width(t) if t != "i1" else 1
+    """Value bits, with index at its host width (64)."""
+    return 64 if t == "index" else SCALAR_TYPES[t].bits
 
 
 @dataclass

@@ -22,12 +22,18 @@ from irtk.compiler.frontend.body import Body, Unsupported, is_float
 from irtk.compiler.frontend.dialects import check, flow, util
 from irtk.compiler.frontend.dialects.linalg import GenericOp, IndexOp, NamedOp, PackOp, UnpackOp
 from irtk.compiler.frontend.parser import SourceMap
+from irtk.types import SCALAR_TYPES
 
-# numpy dtype holding each element type's values (small floats: float32 of exact values).
-NUMPY_DTYPES = {"i1": np.int8, "i2": np.int8, "i4": np.int8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
-                "i64": np.int64, "index": np.int64, "f16": np.float16, "bf16": np.float32,
-                "f32": np.float32, "f64": np.float64,
-                **{t: np.float32 for t in kernel.SMALL_FLOAT_TYPES}}
+
+def constant_dtype(element_type: str) -> np.dtype:
+    """The numpy dtype a TIR constant holds `element_type` values in: the type's compute dtype,
+    except i1 as int8 (0/1 numbers) and index at its host width (int64)."""
+    if element_type == "i1":
+        return np.dtype(np.int8)
+    if element_type == "index":
+        return np.dtype(np.int64)
+    return SCALAR_TYPES[element_type].compute_dtype
+
 
 _CMPI = arith.CMPI_COMPARISON_OPERATIONS
 _CMPF = arith.CMPF_COMPARISON_OPERATIONS
@@ -41,7 +47,7 @@ def element_type_name(t: Attribute, op: Operation | None = None) -> str:
         name = f"i{t.width.data}"
     else:
         name = getattr(t, "name", str(t))
-    if name not in kernel.SCALAR_TYPES:
+    if name not in SCALAR_TYPES:
         raise Unsupported(f"element type {name} is not supported", op)
     return name
 
@@ -50,18 +56,20 @@ def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
     if isinstance(t, TensorType):
         shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
         return tir.TensorType(shape, element_type_name(t.element_type, op))
-    if isinstance(t, (IndexType, IntegerType)) or t.name in kernel.SCALAR_TYPES:  # type: ignore[attr-defined]
+    if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:  # type: ignore[attr-defined]
         return tir.ScalarType(element_type_name(t, op))
     raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)
 
 
 def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray:
-    """A dense attribute's values as a numpy array of `NUMPY_DTYPES[element type]`."""
+    """A dense attribute's values as a numpy array of `constant_dtype(element type)`."""
     elt = t.element_type
-    dtype = NUMPY_DTYPES[elt]
+    dtype = constant_dtype(elt)
     shape = tuple(attr.get_type().get_shape())
-    raw = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
-           "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64}.get(elt)
+    # xDSL holds these as their own numpy type (index as i64): read the bytes directly.
+    raw = np.dtype(np.int64) if elt == "index" else SCALAR_TYPES[elt].numpy_dtype
+    if elt == "i1":
+        raw = None
     data = attr.data.data
     count = int(np.prod(shape))
     if raw is not None and len(data) == count * np.dtype(raw).itemsize:
