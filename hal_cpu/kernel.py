@@ -37,6 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 from hal_cpu.ops import OpFn
 from irtk.errors import RuntimeFailure
 from irtk.hal import numerics
+from irtk.types import SCALAR_TYPES
 
 # Parallel points per block: bounds numpy temporaries of an elementwise box.
 BLOCK_ITERATIONS = 1 << 16
@@ -234,13 +235,14 @@ class Kernel:
         packed: dict[int, np.ndarray] = {}
         for i, (op, lay) in enumerate(zip(self.operands, layouts)):
             raw = self._raw(op, lay, bindings)
-            if op.element_type in numerics.PACKED_TYPES:
+            t = SCALAR_TYPES[op.element_type]
+            if t.packed:
                 memories.append(numerics.from_bits(op.element_type, numerics.unpack_codes(
-                    raw, lay.count, numerics.PACKED_BITS[op.element_type])).copy())
+                    raw, lay.count, t.storage_bits)).copy())
                 if i >= len(self.inputs):
                     packed[i] = raw
             else:
-                memories.append(raw.view(numerics.storage_dtype(op.element_type)))
+                memories.append(raw.view(t.storage_dtype))
         bound = Bound(self, loop_ranges, params, layouts, memories)
         bound.packed_targets = packed
         return bound
@@ -251,7 +253,7 @@ class Kernel:
                 f"kernel '{self.name}': {op.label} uses binding {op.binding} but the dispatch "
                 f"has {len(bindings)} binding(s)")
         buffer, offset, length = bindings[op.binding]
-        need = numerics.storage_bytes(op.element_type, lay.count)
+        need = SCALAR_TYPES[op.element_type].storage_bytes(lay.count)
         if need > length:
             shape = "x".join([str(d) for d in lay.shape] + [op.element_type])
             raise RuntimeFailure(
@@ -299,11 +301,10 @@ def read(bound: Bound, index: int, box: Sequence[tuple[int, int]], copy: bool = 
     kernel = bound.kernel
     op = kernel.operands[index]
     view = strided(bound, index, box)
-    t = op.element_type
-    if t in numerics.PACKED_TYPES or t in ("i8", "i16", "i32", "i64", "index", "f16", "f32",
-                                           "f64"):
+    t = SCALAR_TYPES[op.element_type]
+    if t.packed or t.stores_values:
         return view.copy() if copy else view
-    return numerics.from_bits(t, view)
+    return numerics.from_bits(t.name, view)
 
 
 def strided(bound: Bound, index: int, box: Sequence[tuple[int, int]],
@@ -336,16 +337,16 @@ def write(bound: Bound, index: int, box: Sequence[tuple[int, int]], value: np.nd
                  for c, n in zip(lay.coeffs, full))
     value = value[pick]
     view = strided(bound, index, box)
-    t = op.element_type
-    if t in numerics.PACKED_TYPES:
+    t = SCALAR_TYPES[op.element_type]
+    if t.packed:
         with bound.lock:
             view[...] = value
             _write_back_packed(bound, index, box)
         return
-    if t in ("i8", "i16", "i32", "i64", "index", "f16", "f32", "f64"):
+    if t.stores_values:
         view[...] = value
     else:
-        view[...] = numerics.to_bits(t, value)
+        view[...] = numerics.to_bits(t.name, value)
 
 
 def _write_back_packed(bound: Bound, index: int, box: Sequence[tuple[int, int]]) -> None:
@@ -359,7 +360,7 @@ def _write_back_packed(bound: Bound, index: int, box: Sequence[tuple[int, int]])
             shape[j] = n
             flat = flat + (np.arange(n, dtype=np.int64) * c).reshape(shape)
     t = bound.kernel.operands[index].element_type
-    bits = numerics.PACKED_BITS[t]
+    bits = SCALAR_TYPES[t].storage_bits
     per_byte = 8 // bits
     byte_index = np.unique(np.asarray(flat).reshape(-1) // per_byte)
     values = bound.memories[index]
@@ -411,7 +412,8 @@ def _extract(bound: Bound, input_index: int, indices: list[np.ndarray]) -> np.nd
     """tensor.extract of a gather input; each index is clamped into its dimension."""
     lay = bound.layouts[input_index]
     op = bound.kernel.inputs[input_index]
-    dtype = numerics.compute_dtype(op.element_type)
+    t = SCALAR_TYPES[op.element_type]
+    dtype = t.compute_dtype
     if lay.count == 0:
         return np.zeros(np.broadcast_shapes(*[np.shape(i) for i in indices]) if indices else (),
                         dtype=dtype)
@@ -420,10 +422,10 @@ def _extract(bound: Bound, input_index: int, indices: list[np.ndarray]) -> np.nd
     for idx, extent, stride in zip(indices, lay.shape, strides):
         flat = flat + np.clip(np.asarray(idx, dtype=np.int64), 0, extent - 1) * stride
     raw = bound.memories[input_index][flat]
-    if op.element_type in numerics.PACKED_TYPES:
+    if t.packed:
         return np.asarray(raw)
-    if op.element_type in ("i1", "bf16") or op.element_type in numerics.SMALL_FLOATS:
-        return numerics.from_bits(op.element_type, raw)
+    if not t.stores_values:
+        return numerics.from_bits(t.name, raw)
     return np.asarray(raw).astype(dtype, copy=False)
 
 

@@ -3,7 +3,7 @@
 `compile_op` is called once per body op at load time; it checks the operand and result types
 and returns a closure with the attributes (predicate, constant, types) bound, so running a block
 is one call per op. Values are numpy arrays in each type's compute dtype
-(`irtk.hal.numerics.compute_dtype`): bool for i1, int8 (sign-extended) for i4/i2, float32 for bf16
+(`irtk.types.ScalarType.compute_dtype`): bool for i1, int8 (sign-extended) for i4/i2, float32 for bf16
 and the f8/f4 types. Every op returns values of its result type: integers wrap to their width,
 and bf16/f8/f4 results are rounded to the type after every op, as `arith.truncf` would. No op
 mutates its operands (values may be views of buffers).
@@ -20,15 +20,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from irtk import types
 from irtk.hal import numerics
 
 F32, I32, I1 = "f32", "i32", "i1"
-INT_TYPES = ("i1", "i2", "i4", "i8", "i16", "i32", "i64")
-_SUB_BYTE_INTS = ("i2", "i4")
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64", *numerics.SMALL_FLOATS)
+INT_TYPES = types.INT_TYPES
+_SUB_BYTE_INTS = tuple(t for t in INT_TYPES if types.SCALAR_TYPES[t].packed)
+FLOAT_TYPES = types.FLOAT_TYPES
 VALUE_TYPES = INT_TYPES + FLOAT_TYPES
-_NATIVE_FLOATS = ("f16", "f32", "f64")
-_WIDTH = {t: numerics.bit_width(t) for t in VALUE_TYPES}
+# Floats numpy computes in natively (the others are rounded to their type after every op).
+_NATIVE_FLOATS = tuple(t for t in FLOAT_TYPES if not types.SCALAR_TYPES[t].emulated_float)
+_WIDTH = {t: types.SCALAR_TYPES[t].bits for t in VALUE_TYPES}
 
 OpFn = Callable[..., np.ndarray]
 
@@ -54,7 +56,7 @@ def normalize_type(name: str | None) -> str | None:
 
 
 def dtype(t: str) -> np.dtype:
-    return numerics.compute_dtype(t)
+    return types.scalar_type(t).compute_dtype
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 from hal_cpu import kernel as kx
 from hal_cpu.ops import FLOAT_TYPES, as_unsigned, from_unsigned
 from irtk.hal import numerics
+from irtk.types import SCALAR_TYPES
 
 if TYPE_CHECKING:
     from hal_cpu.kernel import Bound, Kernel
@@ -156,8 +157,7 @@ class Contraction:
 
 
 def _decode(t: str, view: np.ndarray) -> np.ndarray:
-    if t in numerics.PACKED_TYPES or t in ("i8", "i16", "i32", "i64", "index", "f16", "f32",
-                                           "f64"):
+    if SCALAR_TYPES[t].packed or SCALAR_TYPES[t].stores_values:
         return view
     return numerics.from_bits(t, view)
 

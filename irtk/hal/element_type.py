@@ -7,7 +7,9 @@ an IEEE float, 0x22 bf16 and 0x24..0x2B one code per small float format; IREE na
 integer, and its compiler encodes i2 as it does every signless integer (0x10 << 24 | bits).
 
 Types numpy lacks (bf16, the f8/f4 formats, i4, i2) cross the Python boundary as their decoded
-values (`value_dtype`: float32 or int8) and are stored as `irtk.hal.numerics` defines.
+values (`value_dtype`: float32 or int8) and are stored as `irtk.hal.numerics` defines. Every
+other fact about a type (widths, packing, dtypes) is `irtk.types`'s; the codes are the one
+thing this module adds.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import enum
 
 import numpy as np
 
-from irtk.hal import numerics
+from irtk.types import SCALAR_TYPES, ScalarType
 
 
 class ElementType(enum.IntEnum):
@@ -57,24 +59,29 @@ class ElementType(enum.IntEnum):
         """Stored several elements to a byte (i2, i4, f4E2M1FN)."""
         return self.bit_count < 8
 
+    @property
+    def scalar_type(self) -> ScalarType:
+        return SCALAR_TYPES[self.name]
+
     def storage_bytes(self, count: int) -> int:
         """Bytes that `count` dense row-major elements occupy (packed types share bytes)."""
-        return numerics.storage_bytes(self.name, count)
+        return self.scalar_type.storage_bytes(count)
 
     @property
     def has_numpy_dtype(self) -> bool:
-        return self in _NUMPY
+        return self.scalar_type.numpy_dtype is not None
 
     def numpy_dtype(self) -> np.dtype:
         """The numpy dtype that stores this type as it is; ValueError for types numpy lacks."""
-        if self not in _NUMPY:
+        dtype = self.scalar_type.numpy_dtype
+        if dtype is None:
             raise ValueError(f"{self.name} has no numpy dtype")
-        return np.dtype(_NUMPY[self])
+        return dtype
 
     def value_dtype(self) -> np.dtype:
         """The numpy dtype of this type's values: its own dtype, or for types numpy lacks the
         one their decoded values are held in (float32 for bf16/f8/f4, int8 for i4/i2)."""
-        return numerics.compute_dtype(self.name)
+        return self.scalar_type.compute_dtype
 
     @classmethod
     def from_name(cls, name: str) -> "ElementType":
@@ -86,19 +93,8 @@ class ElementType(enum.IntEnum):
     @classmethod
     def from_numpy(cls, dtype: np.dtype) -> "ElementType":
         dtype = np.dtype(dtype)
-        for et, name in _NUMPY.items():
-            if np.dtype(name) == dtype:
+        for et in cls:
+            own = et.scalar_type.numpy_dtype
+            if own is not None and own == dtype:   # (a dtype equals None: float64)
                 return et
         raise ValueError(f"no element type for numpy dtype {dtype}")
-
-
-_NUMPY = {
-    ElementType.i1: "bool",
-    ElementType.i8: "int8",
-    ElementType.i16: "int16",
-    ElementType.i32: "int32",
-    ElementType.i64: "int64",
-    ElementType.f16: "float16",
-    ElementType.f32: "float32",
-    ElementType.f64: "float64",
-}

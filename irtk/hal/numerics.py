@@ -15,148 +15,22 @@ One implementation shared by the compiler (constants), the runtime (parsing and 
   even, with the type's overflow, NaN and signed-zero rules as LLVM's APFloat defines them for
   `arith.truncf`; integers wrap to their width.
 
-Small float formats (APFloat names):
-
-| type | bias | inf | NaN | max | notes |
-|---|---|---|---|---|---|
-| f8E5M2 | 15 | yes | S.11111.xx | 57344 | IEEE-like |
-| f8E4M3FN | 7 | no | S.1111.111 | 448 | overflow and inf become NaN |
-| f8E5M2FNUZ | 16 | no | 0x80 | 57344 | no -0 (rounds to +0); overflow, inf become NaN |
-| f8E4M3FNUZ | 8 | no | 0x80 | 240 | as above |
-| f8E8M0FNU | 127 | no | 0xFF | 2^127 | powers of two only, unsigned, no zero |
-| f4E2M1FN | 1 | no | no | 6 | overflow and inf saturate to ±6 |
-
-Choices where APFloat has no rule: f8E8M0FNU takes zero and values below 2^-127 to 2^-127 and
-negative values to NaN; f4E2M1FN, which has no NaN, encodes NaN as +0.
+The formats of the small float types, and every other fact about a type (widths, packing,
+numpy dtypes), are in `irtk.types`; this module holds the conversions.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-INT_WIDTHS = {"i1": 1, "i2": 2, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 32}
-# Types stored several to a byte, with their bits per element.
-PACKED_BITS = {"i2": 2, "i4": 4, "f4E2M1FN": 4}
-PACKED_TYPES = tuple(PACKED_BITS)
+from irtk.types import FLOAT_FORMATS, SMALL_FLOAT_TYPES, FloatFormat, scalar_type
 
 
-@dataclass(frozen=True)
-class FloatFormat:
-    """A small binary float format (1 sign bit unless unsigned)."""
-
-    name: str
-    bits: int
-    exponent_bits: int
-    mantissa_bits: int
-    bias: int
-    has_inf: bool
-    nan: str          # "ieee" (all-ones exponent), "ones" (all-ones code), "neg_zero", "none"
-    signed: bool = True
-
-    @property
-    def min_exponent(self) -> int:
-        """Exponent of the smallest normal value."""
-        return 1 - self.bias if self.mantissa_bits else -self.bias
-
-
-SMALL_FLOATS: dict[str, FloatFormat] = {f.name: f for f in (
-    FloatFormat("f8E5M2", 8, 5, 2, 15, True, "ieee"),
-    FloatFormat("f8E4M3FN", 8, 4, 3, 7, False, "ones"),
-    FloatFormat("f8E5M2FNUZ", 8, 5, 2, 16, False, "neg_zero"),
-    FloatFormat("f8E4M3FNUZ", 8, 4, 3, 8, False, "neg_zero"),
-    FloatFormat("f8E8M0FNU", 8, 8, 0, 127, False, "ones", signed=False),
-    FloatFormat("f4E2M1FN", 4, 2, 1, 1, False, "none"),
-)}
-
-_COMPUTE: dict[str, np.dtype] = {
-    "i1": np.dtype(np.bool_), "i2": np.dtype(np.int8), "i4": np.dtype(np.int8),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
-    "index": np.dtype(np.int32), "f16": np.dtype(np.float16), "bf16": np.dtype(np.float32),
-    "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
-    **{t: np.dtype(np.float32) for t in SMALL_FLOATS},
-}
-
-_STORAGE: dict[str, np.dtype] = {
-    "i1": np.dtype(np.uint8), "i8": np.dtype(np.int8), "i16": np.dtype("<i2"),
-    "i32": np.dtype("<i4"), "i64": np.dtype("<i8"), "index": np.dtype("<i4"),
-    "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"), "f32": np.dtype("<f4"),
-    "f64": np.dtype("<f8"), **{t: np.dtype(np.uint8) for t in SMALL_FLOATS if t != "f4E2M1FN"},
-}
-
-SCALAR_TYPES = tuple(_COMPUTE)
-
-
-def _check(element_type: str) -> None:
-    if element_type not in _COMPUTE:
-        raise ValueError(f"unknown element type '{element_type}' "
-                         f"(expected one of {', '.join(SCALAR_TYPES)})")
-
-
-def is_float(element_type: str) -> bool:
-    _check(element_type)
-    return element_type not in INT_WIDTHS
-
-
-def bit_width(element_type: str) -> int:
-    """Bits of one value (i1 is 1, though it is stored in a byte)."""
-    _check(element_type)
-    if element_type in INT_WIDTHS:
-        return INT_WIDTHS[element_type]
-    if element_type in SMALL_FLOATS:
-        return SMALL_FLOATS[element_type].bits
-    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[element_type]
-
-
-def compute_dtype(element_type: str) -> np.dtype:
-    """The numpy dtype values of `element_type` are computed and held in."""
-    _check(element_type)
-    return _COMPUTE[element_type]
-
-
-def storage_dtype(element_type: str) -> np.dtype | None:
-    """The numpy dtype of one stored element; None for the packed sub-byte types."""
-    _check(element_type)
-    return _STORAGE.get(element_type)
-
-
-def storage_bytes(element_type: str, count: int) -> int:
-    """Bytes that `count` elements occupy."""
-    if element_type in PACKED_BITS:
-        return -(-count * PACKED_BITS[element_type] // 8)
-    dtype = storage_dtype(element_type)
-    assert dtype is not None
-    return count * dtype.itemsize
-
-
-# --- small float formats ---------------------------------------------------------------------
-
-def _is_nan_code(f: FloatFormat, code: int) -> bool:
-    top = 1 << (f.bits - 1)
-    if f.nan == "neg_zero":
-        return code == top
-    if f.nan == "ones":
-        return (code | (top if f.signed else 0)) == (1 << f.bits) - 1
-    if f.nan == "ieee":
-        exp = (code >> f.mantissa_bits) & ((1 << f.exponent_bits) - 1)
-        return exp == (1 << f.exponent_bits) - 1 and code & ((1 << f.mantissa_bits) - 1) != 0
-    return False
-
-
-def _code_value(f: FloatFormat, code: int) -> float:
-    if _is_nan_code(f, code):
-        return math.nan
-    sign = -1.0 if f.signed and code >> (f.bits - 1) else 1.0
-    exp = (code >> f.mantissa_bits) & ((1 << f.exponent_bits) - 1)
-    man = code & ((1 << f.mantissa_bits) - 1)
-    if f.has_inf and exp == (1 << f.exponent_bits) - 1:
-        return sign * math.inf
-    if exp == 0 and f.mantissa_bits:
-        return sign * math.ldexp(man, f.min_exponent - f.mantissa_bits)
-    return sign * math.ldexp((1 << f.mantissa_bits) + man, exp - f.bias - f.mantissa_bits)
+def _small_float(element_type: str) -> FloatFormat | None:
+    """The format of a float narrower than 16 bits (these go through code tables)."""
+    return FLOAT_FORMATS[element_type] if element_type in SMALL_FLOAT_TYPES else None
 
 
 @dataclass(frozen=True)
@@ -170,15 +44,15 @@ class _Table:
 
 @cache
 def _table(name: str) -> _Table:
-    f = SMALL_FLOATS[name]
-    values = np.array([_code_value(f, c) for c in range(1 << f.bits)], dtype=np.float64)
+    f = FLOAT_FORMATS[name]
+    values = np.array([f.value(c) for c in range(1 << f.bits)], dtype=np.float64)
     sign_bit = 1 << (f.bits - 1) if f.signed else 1 << f.bits
     positive = [c for c in range(1 << f.bits) if c < sign_bit and np.isfinite(values[c])]
     order = sorted(positive, key=lambda c: values[c])
-    nan_codes = [c for c in range(1 << f.bits) if _is_nan_code(f, c)]
+    nan_codes = [c for c in range(1 << f.bits) if f.is_nan_bits(c)]
     nan_code = min(nan_codes) if nan_codes else 0   # the positive NaN (0x7F, 0x80, 0xFF)
-    if f.nan == "ieee":
-        nan_code = (((1 << f.exponent_bits) - 1) << f.mantissa_bits) | (1 << (f.mantissa_bits - 1))
+    if f.kind == "ieee":
+        nan_code = f.nan_bits
     mags = values[order]
     return _Table(values.astype(np.float32), mags, np.array(order, dtype=np.uint8), nan_code,
                   float(mags[-1]))
@@ -186,7 +60,7 @@ def _table(name: str) -> _Table:
 
 def _encode_small(name: str, x: np.ndarray) -> np.ndarray:
     """Codes (uint8) of the nearest `name` values to float64 `x`, ties to even."""
-    f, t = SMALL_FLOATS[name], _table(name)
+    f, t = FLOAT_FORMATS[name], _table(name)
     x = np.asarray(x, dtype=np.float64)
     a = np.abs(x)
     with np.errstate(all="ignore"):
@@ -204,7 +78,7 @@ def _encode_small(name: str, x: np.ndarray) -> np.ndarray:
     negative = np.signbit(x) & ~nan
     if f.signed:
         sign = np.uint8(1 << (f.bits - 1))
-        neg = negative & ~((q == 0) & (f.nan == "neg_zero"))   # FNUZ: -0 rounds to +0
+        neg = negative & ~((q == 0) & (f.kind == "fnuz"))   # FNUZ: -0 rounds to +0
         codes = np.where(neg, codes | sign, codes)
     else:
         nan = nan | (negative & (x != 0))
@@ -212,7 +86,7 @@ def _encode_small(name: str, x: np.ndarray) -> np.ndarray:
         inf_code = ((1 << f.exponent_bits) - 1) << f.mantissa_bits
         inf = np.where(negative, inf_code | (1 << (f.bits - 1)), inf_code)
         codes = np.where(overflow, inf, codes)
-    elif f.nan == "none":
+    elif f.kind == "finite":
         top = t.codes[-1] | (1 << (f.bits - 1))
         codes = np.where(overflow, np.where(negative, top, t.codes[-1]), codes)
         nan = np.zeros_like(nan)
@@ -222,7 +96,7 @@ def _encode_small(name: str, x: np.ndarray) -> np.ndarray:
 
 
 def _decode_small(name: str, codes: np.ndarray) -> np.ndarray:
-    mask = (1 << SMALL_FLOATS[name].bits) - 1
+    mask = (1 << FLOAT_FORMATS[name].bits) - 1
     return _table(name).values[np.asarray(codes, dtype=np.uint8) & mask]
 
 
@@ -263,14 +137,14 @@ def _bf16_values(bits: np.ndarray) -> np.ndarray:
 
 def wrap_int(element_type: str, x: np.ndarray) -> np.ndarray:
     """Integers of any numpy integer dtype, wrapped to `element_type`'s width (two's complement)."""
-    w = INT_WIDTHS[element_type]
+    w = scalar_type(element_type).bits
     x = np.asarray(x)
     if w == 1:
         return (x & 1).astype(np.bool_)
     if w < 8:
         half = 1 << (w - 1)
         return (((x.astype(np.int64) + half) & (2 * half - 1)) - half).astype(np.int8)
-    return x.astype(_COMPUTE[element_type], casting="unsafe")
+    return x.astype(scalar_type(element_type).compute_dtype, casting="unsafe")
 
 
 # --- public API ------------------------------------------------------------------------------
@@ -278,16 +152,17 @@ def wrap_int(element_type: str, x: np.ndarray) -> np.ndarray:
 def round_to(element_type: str, x: np.ndarray) -> np.ndarray:
     """`x` as values of `element_type` in its compute dtype: floats rounded (truncf rules),
     integers wrapped."""
-    _check(element_type)
+    scalar_type(element_type)
     with np.errstate(over="ignore", invalid="ignore"):   # overflow to inf is the rule
         return _round_to(element_type, x)
 
 
 def _round_to(element_type: str, x: np.ndarray) -> np.ndarray:
-    if element_type in INT_WIDTHS:
+    t = scalar_type(element_type)
+    if t.is_int:
         x = np.asarray(x)
         if x.dtype == np.bool_:
-            return x if element_type == "i1" else x.astype(_COMPUTE[element_type])
+            return x if element_type == "i1" else x.astype(t.compute_dtype)
         return wrap_int(element_type, x)
     if element_type == "f16":
         return np.asarray(x).astype(np.float16)
@@ -303,15 +178,15 @@ def _round_to(element_type: str, x: np.ndarray) -> np.ndarray:
 
 def to_bits(element_type: str, x: np.ndarray) -> np.ndarray:
     """The raw code of each value (uint8 for f8/f4/i4/i2/i1, uint16 for f16/bf16, ...)."""
-    _check(element_type)
-    if element_type in SMALL_FLOATS:
+    t = scalar_type(element_type)
+    if _small_float(element_type):
         return _encode_small(element_type, np.asarray(x, dtype=np.float64))
     if element_type == "bf16":
         return _bf16_bits(x)
     if element_type == "i1":
         return (np.asarray(x) != 0).astype(np.uint8)
     if element_type in ("i2", "i4"):
-        mask = np.uint8((1 << INT_WIDTHS[element_type]) - 1)
+        mask = np.uint8((1 << t.bits) - 1)
         return wrap_int(element_type, x).view(np.uint8) & mask
     v = round_to(element_type, x)
     return v.view(np.dtype(f"u{v.dtype.itemsize}"))
@@ -319,17 +194,17 @@ def to_bits(element_type: str, x: np.ndarray) -> np.ndarray:
 
 def from_bits(element_type: str, bits: np.ndarray) -> np.ndarray:
     """Values (compute dtype) of raw codes."""
-    _check(element_type)
+    t = scalar_type(element_type)
     bits = np.asarray(bits)
-    if element_type in SMALL_FLOATS:
+    if _small_float(element_type):
         return _decode_small(element_type, bits)
     if element_type == "bf16":
         return _bf16_values(bits)
     if element_type == "i1":
         return bits != 0
     if element_type in ("i2", "i4"):
-        return wrap_int(element_type, bits.astype(np.int64) & ((1 << INT_WIDTHS[element_type]) - 1))
-    dtype = _COMPUTE[element_type]
+        return wrap_int(element_type, bits.astype(np.int64) & ((1 << t.bits) - 1))
+    dtype = t.compute_dtype
     return bits.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
 
 
@@ -370,14 +245,14 @@ def unpack_nibbles(data: np.ndarray, count: int) -> np.ndarray:
 
 def encode(element_type: str, values: np.ndarray | list | float | int) -> bytes:
     """Storage bytes of `values` (rounded to nearest even / wrapped as `round_to` does)."""
-    _check(element_type)
+    t = scalar_type(element_type)
     arr = np.asarray(values)
-    if arr.dtype.kind in "fc" or element_type not in INT_WIDTHS:
+    if arr.dtype.kind in "fc" or t.is_float:
         arr = arr.astype(np.float64) if arr.dtype.kind not in "f" else arr
     flat = arr.reshape(-1)
-    if element_type in PACKED_BITS:
-        return pack_codes(to_bits(element_type, flat), PACKED_BITS[element_type]).tobytes()
-    if element_type in INT_WIDTHS and flat.dtype.kind == "f":
+    if t.packed:
+        return pack_codes(to_bits(element_type, flat), t.storage_bits).tobytes()
+    if t.is_int and flat.dtype.kind == "f":
         raise ValueError(f"{element_type} values must be integers, got {flat.dtype}")
     return np.ascontiguousarray(to_bits(element_type, flat)).tobytes()
 
@@ -385,22 +260,23 @@ def encode(element_type: str, values: np.ndarray | list | float | int) -> bytes:
 def decode(element_type: str, data: bytes | bytearray | memoryview | np.ndarray,
            count: int | None = None) -> np.ndarray:
     """The first `count` elements (all when None) stored in `data`, as compute-dtype values."""
-    _check(element_type)
+    t = scalar_type(element_type)
     raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) \
         else data.reshape(-1).view(np.uint8)
-    if element_type in PACKED_BITS:
-        bits = PACKED_BITS[element_type]
+    if t.packed:
+        bits = t.storage_bits
         n = raw.size * (8 // bits) if count is None else count
-        if storage_bytes(element_type, n) > raw.size:
-            raise ValueError(f"{n} {element_type} elements need {storage_bytes(element_type, n)} "
+        if t.storage_bytes(n) > raw.size:
+            raise ValueError(f"{n} {element_type} elements need {t.storage_bytes(n)} "
                              f"bytes, got {raw.size}")
         return from_bits(element_type, unpack_codes(raw, n, bits))
-    dtype = _STORAGE[element_type]
+    dtype = t.storage_dtype
+    assert dtype is not None
     n = raw.size // dtype.itemsize if count is None else count
     if n * dtype.itemsize > raw.size:
         raise ValueError(f"{n} {element_type} elements need {n * dtype.itemsize} bytes, "
                          f"got {raw.size}")
     stored = raw[:n * dtype.itemsize].view(dtype)
-    if element_type in ("i1", "bf16") or element_type in SMALL_FLOATS:
+    if element_type in ("i1", "bf16") or _small_float(element_type):
         return from_bits(element_type, stored)
-    return stored.astype(_COMPUTE[element_type])
+    return stored.astype(t.compute_dtype)

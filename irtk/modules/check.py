@@ -22,6 +22,7 @@ import numpy as np
 from irtk import hal
 from irtk.hal import numerics
 from irtk.errors import RuntimeFailure
+from irtk.types import scalar_type
 from irtk.vm.native_module import NativeFunction, NativeModule
 from irtk.vm.refs import ref_type_name
 
@@ -58,7 +59,7 @@ class Elements:
 def storage_bytes(element_type: hal.ElementType, count: int) -> int:
     """Bytes that `count` elements occupy (i4 and f4 are packed two per byte, i2 four)."""
     try:
-        return numerics.storage_bytes(element_type.name, count)
+        return scalar_type(element_type.name).storage_bytes(count)
     except ValueError:
         raise RuntimeFailure(f"check: cannot decode elements of type {element_type.name}") \
             from None
@@ -71,18 +72,18 @@ def decode_storage(data: bytes, element_type: hal.ElementType, count: int
     name = element_type.name
     try:
         values = numerics.decode(name, data, count)
-        floating = numerics.is_float(name)
-        storage = numerics.storage_dtype(name)
+        t = scalar_type(name)
     except ValueError:
         raise RuntimeFailure(f"check: cannot decode elements of type {name}") from None
     raw = np.frombuffer(data, np.uint8)
-    if storage is None:   # packed sub-byte codes
-        bits = numerics.unpack_codes(raw, count, numerics.PACKED_BITS[name])
+    if t.storage_dtype is None:   # packed sub-byte codes
+        bits = numerics.unpack_codes(raw, count, t.storage_bits)
     else:
-        bits = raw[:count * storage.itemsize].view(np.dtype(f"<u{storage.itemsize}"))
+        size = t.storage_dtype.itemsize
+        bits = raw[:count * size].view(np.dtype(f"<u{size}"))
     if element_type is hal.ElementType.i1:   # any nonzero byte is true
         bits = (bits != 0).astype(np.uint8)
-    return values.astype(np.float64 if floating else np.int64), bits
+    return values.astype(np.float64 if t.is_float else np.int64), bits
 
 
 def read_elements(view: hal.BufferView) -> Elements:

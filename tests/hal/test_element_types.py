@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from irtk import hal
+from irtk import types
 from irtk.hal import numerics, registry
 from irtk.modules.hal import HalModule
 from irtk.errors import RuntimeFailure
@@ -39,7 +40,7 @@ def test_codes_are_irees(name):
 def test_every_element_type_has_numerics():
     """Every code names a type the shared numerics can store (and the other way round, every
     type a kernel may store crosses the host boundary)."""
-    assert {et.name for et in ET} == set(numerics.SCALAR_TYPES) - {"index"}
+    assert {et.name for et in ET} == set(types.SCALAR_TYPES) - {"index"}
 
 
 @pytest.mark.parametrize("et, count, length", [(ET.i2, 5, 2), (ET.i2, 8, 2), (ET.i4, 5, 3),

@@ -6,9 +6,10 @@ import zlib
 import numpy as np
 import pytest
 
+from irtk import types
 from irtk.hal import numerics
 
-SMALL = list(numerics.SMALL_FLOATS)
+SMALL = list(types.SMALL_FLOAT_TYPES)
 
 
 @pytest.fixture
@@ -43,13 +44,13 @@ def test_small_float_codes_decode_to_their_values(t):
 def _reference_round(t: str, x: float) -> float:
     """Round to nearest, ties to the even code, by brute force over every code of the type;
     then the type's overflow rule."""
-    f = numerics.SMALL_FLOATS[t]
+    f = types.FLOAT_FORMATS[t]
     codes = np.arange(1 << f.bits, dtype=np.uint8)
     values = numerics.from_bits(t, codes).astype(np.float64)
     finite = np.isfinite(values)
     vmax = values[finite].max()
     if np.isnan(x):
-        return 0.0 if f.nan == "none" else np.nan
+        return 0.0 if f.kind == "finite" else np.nan
     if not f.signed and x < 0:
         return np.nan
     mags = values[finite & (values >= 0)]
@@ -72,20 +73,20 @@ def _reference_round(t: str, x: float) -> float:
     if r > vmax:
         if f.has_inf:
             r = np.inf
-        elif f.nan == "none":
+        elif f.kind == "finite":
             r = vmax
         else:
             return np.nan
     if not f.mantissa_bits and r == 0:
         r = mags.min()
-    if f.nan == "neg_zero" and r == 0:
+    if f.kind == "fnuz" and r == 0:
         return 0.0
     return -r if x < 0 or (x == 0 and np.signbit(x) and f.signed) else r
 
 
 @pytest.mark.parametrize("t", SMALL)
 def test_small_float_rounding_matches_brute_force_nearest_even(t, rng):
-    f = numerics.SMALL_FLOATS[t]
+    f = types.FLOAT_FORMATS[t]
     vmax = float(np.nanmax(np.abs(np.where(np.isinf(numerics._table(t).values), np.nan,
                                            numerics._table(t).values))))
     values = numerics.from_bits(t, np.arange(1 << f.bits, dtype=np.uint8)).astype(np.float64)
@@ -132,10 +133,10 @@ def test_float_storage_round_trips_every_value_of_the_type(t, rng):
     x = rng.standard_normal(500) * 8
     values = numerics.round_to(t, x)
     data = numerics.encode(t, values)
-    assert len(data) == numerics.storage_bytes(t, 500)
+    assert len(data) == types.storage_bytes(t, 500)
     back = numerics.decode(t, data, 500)
     np.testing.assert_array_equal(back, values)
-    assert back.dtype == numerics.compute_dtype(t)
+    assert back.dtype == types.scalar_type(t).compute_dtype
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered")
@@ -163,13 +164,13 @@ def test_i4_and_f4_pack_two_per_byte_low_nibble_first():
     assert numerics.encode("i4", [1, -1, 7]) == bytes([0xF1, 0x07])
     assert numerics.encode("f4E2M1FN", [0.5, -6.0, 1.0, 0.0]) == bytes([0xF1, 0x02])
     np.testing.assert_array_equal(numerics.decode("i4", bytes([0x8F, 0x70]), 3), [-1, -8, 0])
-    assert numerics.storage_bytes("i4", 5) == 3
+    assert types.storage_bytes("i4", 5) == 3
 
 
 def test_i2_packs_four_per_byte_low_bits_first():
     assert numerics.encode("i2", [1, -1, -2, 0, 1]) == bytes([0b00_10_11_01, 0b01])
     np.testing.assert_array_equal(numerics.decode("i2", bytes([0b01_00_11_10]), 4), [-2, -1, 0, 1])
-    assert [numerics.storage_bytes("i2", n) for n in (0, 1, 4, 5, 9)] == [0, 1, 1, 2, 3]
+    assert [types.storage_bytes("i2", n) for n in (0, 1, 4, 5, 9)] == [0, 1, 1, 2, 3]
 
 
 @pytest.mark.parametrize("bits", [2, 4])

@@ -8,6 +8,7 @@ import flatbuffers
 import numpy as np
 
 from irtk.hal import BindingRef, Device, Fence, numerics
+from irtk.types import storage_bytes
 from schemas import cpu_executable as fb
 
 DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.uint8}
@@ -113,7 +114,7 @@ def run(device: Device, data: bytes, inputs: Sequence[np.ndarray],
     out_bufs = []
     for k, (shape, etype) in enumerate(outputs):
         count = int(np.prod(shape, dtype=np.int64))
-        buf = alloc.allocate(max(1, numerics.storage_bytes(etype, count)))
+        buf = alloc.allocate(max(1, storage_bytes(etype, count)))
         if initial_outputs is not None:
             init = initial_outputs[k]
             buf.write(np.ascontiguousarray(init, dtype=DTYPES[etype]).tobytes()

@@ -6,11 +6,12 @@ import math
 import numpy as np
 import pytest
 
+from irtk import types
 from irtk.hal import numerics
 
 from .cpu_kernel_builder import elementwise, op, run, workgroups_for
 
-FLOATS = ["f16", "bf16", "f32", "f64", *numerics.SMALL_FLOATS]
+FLOATS = list(types.FLOAT_TYPES)
 INTS = {"i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
@@ -64,7 +65,7 @@ def test_float_math_is_within_one_unit_of_the_type(device, rng, t, name, ref):
     with np.errstate(all="ignore"):
         exact = np.vectorize(math.erf)(a) if ref is None else ref(a)
     bits = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}.get(t) or \
-        1 + numerics.SMALL_FLOATS[t].mantissa_bits
+        1 + types.FLOAT_FORMATS[t].mantissa_bits
     # The result is the exact value rounded to the type, or one of that value's neighbours
     # (two units of f32 for the types computed in f32 registers).
     eps = 2.0 ** (2 - min(bits, 23))
@@ -280,7 +281,7 @@ def test_binary_float_ops_against_float64(device, rng, t, name, ref):
     if name in ("math.powf", "math.atan2") and t in ("f32", "f64"):
         np.testing.assert_allclose(got, want, rtol=4e-7 if t == "f32" else 1e-15)
     elif name in ("math.powf", "math.atan2"):
-        bits = {"f16": 11, "bf16": 8}.get(t) or 1 + numerics.SMALL_FLOATS[t].mantissa_bits
+        bits = {"f16": 11, "bf16": 8}.get(t) or 1 + types.FLOAT_FORMATS[t].mantissa_bits
         finite = np.isfinite(want) & np.isfinite(got)
         np.testing.assert_allclose(got[finite], want[finite], rtol=2.0 ** (1 - bits))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
