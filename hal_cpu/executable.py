@@ -18,7 +18,8 @@ import numpy as np
 
 from hal_cpu.kernel import (STEP_EXTRACT, STEP_INDEX, STEP_OP, STEP_PARAM, Kernel, Operand, Step,
                             map_bounds)
-from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op, normalize_type
+from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op
+from irtk.body_ops import kernel_type
 from irtk.errors import VerificationError
 from irtk.hal.executable import Executable, ExportInfo
 from schemas.cpu_executable_generated import ExecutableDef, KernelDef, OpDef, OperandDef
@@ -216,7 +217,7 @@ class _KernelDecoder:
         binding = _get(f"{self.where}: {field}.binding", odef.Binding)
         if binding >= MAX_BINDING:
             raise self.fail(f"{field}.binding", f"{binding} is out of range (< {MAX_BINDING})")
-        etype = normalize_type(_string(f"{self.where}: {field}.element_type", odef.ElementType))
+        etype = kernel_type(_string(f"{self.where}: {field}.element_type", odef.ElementType))
         if etype not in VALUE_TYPES:
             raise self.fail(f"{field}.element_type",
                             f"{etype!r} is not supported ({', '.join(VALUE_TYPES)}, index)")
@@ -309,7 +310,7 @@ class _KernelDecoder:
             if v in gathers:
                 raise self.fail(f"{field}.operands[{i}]", f"value {v} is gather input {v}, "
                                 "which only tensor.extract may read")
-        rtype = normalize_type(_string(f"{self.where}: {field}.result_type", odef.ResultType))
+        rtype = kernel_type(_string(f"{self.where}: {field}.result_type", odef.ResultType))
         predicate = _string(f"{self.where}: {field}.predicate", odef.Predicate)
         int_value = _get(f"{self.where}: {field}.int_value", odef.IntValue)
         float_value = _get(f"{self.where}: {field}.float_value", odef.FloatValue)
@@ -328,7 +329,7 @@ class _KernelDecoder:
             if not 0 <= int_value < len(self.params):
                 raise self.fail(f"{field}.int_value", f"param {int_value} does not exist "
                                 f"({len(self.params)} params)")
-            ptype = normalize_type(self.params[int_value][1])
+            ptype = kernel_type(self.params[int_value][1])
             if rtype not in (None, ptype):
                 raise self.fail(f"{field}.result_type", f"{rtype!r} should be {ptype}")
             return (STEP_PARAM, int_value, ()), ptype, name  # type: ignore[return-value]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from irtk import types
+from irtk.body_ops import EXECUTOR_OPS, Backend, OpTypeError, infer
 from irtk.hal import numerics
 
 F32, I32, I1 = "f32", "i32", "i1"
@@ -48,11 +49,6 @@ class OpAttrs:
     predicate: str | None
     int_value: int
     float_value: float
-
-
-def normalize_type(name: str | None) -> str | None:
-    """MLIR's `index` is 32 bits wide in irtk kernels, like i32."""
-    return I32 if name == "index" else name
 
 
 def dtype(t: str) -> np.dtype:
@@ -152,13 +148,9 @@ _FLOAT_UNARY: dict[str, OpFn] = {
     "math.sqrt": np.sqrt,
     "math.rsqrt": _rsqrt,
     "math.tanh": np.tanh,
-    "math.sinh": np.sinh,
-    "math.cosh": np.cosh,
     "math.sin": np.sin,
     "math.cos": np.cos,
     "math.tan": np.tan,
-    "math.asin": np.arcsin,
-    "math.acos": np.arccos,
     "math.atan": np.arctan,
     "math.erf": _erf,
     "math.floor": np.floor,
@@ -470,181 +462,118 @@ def _identity(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# --- compilation -----------------------------------------------------------------------------
+# --- the numpy backend of the body ops ----------------------------------------------------------
 
-def _constant(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 0)
-    t = attrs.result_type
-    if t not in VALUE_TYPES:
-        raise OpError(f"result_type {t!r} is not a scalar type ({', '.join(VALUE_TYPES)})")
+# A maker builds an op's numpy function from its attributes once the types are known (checked
+# by `irtk.body_ops.infer`): (attrs, operand types, result type) -> OpFn.
+Maker = Callable[[OpAttrs, list[str], str], OpFn]
+NUMPY: Backend[Maker] = Backend("cpu")
+
+
+@NUMPY.implements("arith.constant")
+def _constant(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
     if t in FLOAT_TYPES:
         value = numerics.round_to(t, np.array([attrs.float_value], dtype=np.float64))
     else:
         w = _WIDTH[t]
-        lo = -(1 << (w - 1)) if w > 1 else -1
-        if not lo <= attrs.int_value < (1 << w):
-            raise OpError(f"int_value {attrs.int_value} does not fit in {t}")
         value = numerics.from_bits(t, np.array([attrs.int_value & ((1 << w) - 1)],
                                                dtype=np.uint64))
     value = value.reshape(())            # a scalar: broadcasts into boxes of any rank
     value.flags.writeable = False
-    return (lambda: value), t
+    return lambda: value
 
 
-def _float_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    table = _FLOAT_UNARY if attrs.name in _FLOAT_UNARY else _FLOAT_BINARY
-    _arity(types, 1 if table is _FLOAT_UNARY else 2)
-    t = types[0]
-    if t not in FLOAT_TYPES or any(x != t for x in types):
-        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
-    fn = table[attrs.name]
+@NUMPY.implements(*_FLOAT_UNARY, *_FLOAT_BINARY)
+def _float_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    fn = _FLOAT_UNARY.get(attrs.name) or _FLOAT_BINARY[attrs.name]
     if attrs.name == "math.erf":
-        return _float(t, fn), _result(attrs, t)
+        return _float(t, fn)
     if t not in _NATIVE_FLOATS and attrs.name not in ("arith.negf", "math.absf",
                                                       "math.copysign", "arith.maximumf",
                                                       "arith.minimumf", "arith.maxnumf",
                                                       "arith.minnumf"):
-        return _float(t, fn), _result(attrs, t)
-    return fn, _result(attrs, t)
+        return _float(t, fn)
+    return fn
 
 
-def _fma_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 3)
-    t = types[0]
-    if t not in FLOAT_TYPES or any(x != t for x in types):
-        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
-    return _float(t, _fma), _result(attrs, t)
+@NUMPY.implements("math.fma")
+def _fma_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return _float(t, _fma)
 
 
-def _fpowi(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 2)
-    if types[0] not in FLOAT_TYPES or types[1] not in INT_TYPES:
-        raise OpError(f"operand types ({', '.join(types)}) are not (float, integer)")
-    return _float(types[0], _wide(np.power)), _result(attrs, types[0])
+@NUMPY.implements("math.fpowi")
+def _fpowi(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return _float(t, _wide(np.power))
 
 
-def _int_binary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 2)
-    t = types[0]
-    if t not in INT_TYPES or types[1] != t:
-        raise OpError(f"operand types ({', '.join(types)}) are not one integer type")
-    return _int_binary_fn(attrs.name, t), _result(attrs, t)
+@NUMPY.implements(*_INT_BINARY_NAMES)
+def _int_binary(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return _int_binary_fn(attrs.name, t)
 
 
-def _int_unary(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 1)
-    t = types[0]
-    if t not in INT_TYPES:
-        raise OpError(f"operand type {t} is not an integer type")
+@NUMPY.implements("math.absi", "math.ctlz", "math.cttz", "math.ctpop")
+def _int_unary(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
     make = {"math.absi": _absi, "math.ctlz": _ctlz, "math.cttz": _cttz,
             "math.ctpop": _ctpop}[attrs.name]
-    return make(t), _result(attrs, t)
+    return make(t)
 
 
-def _cmpf(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 2)
-    if types[0] not in FLOAT_TYPES or types[1] != types[0]:
-        raise OpError(f"operand types ({', '.join(types)}) are not one float type")
-    fn = _CMPF.get(attrs.predicate or "")
-    if fn is None:
-        raise OpError(f"predicate {attrs.predicate!r} is not one of {', '.join(_CMPF)}")
-    return fn, _result(attrs, I1)
+@NUMPY.implements("arith.cmpf")
+def _cmpf(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return _CMPF[attrs.predicate or ""]
 
 
-def _cmpi_op(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 2)
-    predicate = attrs.predicate or ""
-    if predicate not in _CMPI:
-        raise OpError(f"predicate {attrs.predicate!r} is not one of {', '.join(_CMPI)}")
-    if types[0] not in INT_TYPES or types[1] != types[0]:
-        raise OpError(f"operand types ({', '.join(types)}) are not one integer type")
-    return _cmpi(types[0], predicate), _result(attrs, I1)
+@NUMPY.implements("arith.cmpi")
+def _cmpi_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return _cmpi(types[0], attrs.predicate or "")
 
 
-def _select(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 3)
-    if types[0] != I1 or types[1] != types[2]:
-        raise OpError(f"operand types {types} are not (i1, T, T)")
-    return np.where, _result(attrs, types[1])
+@NUMPY.implements("arith.select")
+def _select(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    return np.where
 
 
-def _cast(attrs: OpAttrs, types: list[str]) -> tuple[OpFn, str]:
-    _arity(types, 1)
-    src, dst, name = types[0], attrs.result_type, attrs.name
-    if dst is None:
-        raise OpError("result_type is missing (a cast needs its target type)")
-    if dst not in VALUE_TYPES:
-        raise OpError(f"result_type {dst!r} is not a scalar type")
-    ints, floats = INT_TYPES, FLOAT_TYPES
+@NUMPY.implements("arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+                  "arith.extsi", "arith.extui", "arith.trunci", "arith.extf", "arith.truncf",
+                  "arith.bitcast", "arith.index_cast", "arith.index_castui")
+def _cast(attrs: OpAttrs, types: list[str], dst: str) -> OpFn:
+    src, name = types[0], attrs.name
     ws, wd = _WIDTH[src], _WIDTH[dst]
-    rules: dict[str, tuple[bool, Callable[[], OpFn]]] = {
-        "arith.sitofp": (src in ints and dst in floats, lambda: _to_float(src, dst, False)),
-        "arith.uitofp": (src in ints and dst in floats, lambda: _to_float(src, dst, True)),
-        "arith.fptosi": (src in floats and dst in ints, lambda: _to_int(src, dst, False)),
-        "arith.fptoui": (src in floats and dst in ints, lambda: _to_int(src, dst, True)),
-        "arith.extsi": (src in ints and dst in ints and wd > ws,
-                        lambda: _int_resize(src, dst, "sext")),
-        "arith.extui": (src in ints and dst in ints and wd > ws,
-                        lambda: _int_resize(src, dst, "zext")),
-        "arith.trunci": (src in ints and dst in ints and wd < ws,
-                         lambda: _int_resize(src, dst, "trunc")),
-        "arith.extf": (src in floats and dst in floats and wd > ws,
-                       lambda: (lambda a: numerics.round_to(dst, a))),
-        "arith.truncf": (src in floats and dst in floats and wd < ws,
-                         lambda: (lambda a: numerics.round_to(dst, a))),
-        "arith.bitcast": (ws == wd and src != "i1",
-                          lambda: _identity if src == dst else _bitcast(src, dst)),
-        "arith.index_cast": (src in ints and dst in ints and I32 in (src, dst),
-                             lambda: _identity if ws == wd else
-                             _int_resize(src, dst, "sext" if wd > ws else "trunc")),
-        "arith.index_castui": (src in ints and dst in ints and I32 in (src, dst),
-                               lambda: _identity if ws == wd else
-                               _int_resize(src, dst, "zext" if wd > ws else "trunc")),
-    }
-    ok, make = rules[name]
-    if not ok:
-        raise OpError(f"cannot cast {src} to {dst}")
-    return make(), dst
+    if name in ("arith.sitofp", "arith.uitofp"):
+        return _to_float(src, dst, name == "arith.uitofp")
+    if name in ("arith.fptosi", "arith.fptoui"):
+        return _to_int(src, dst, name == "arith.fptoui")
+    if name in ("arith.extsi", "arith.extui", "arith.trunci"):
+        return _int_resize(src, dst, {"arith.extsi": "sext", "arith.extui": "zext",
+                                      "arith.trunci": "trunc"}[name])
+    if name in ("arith.extf", "arith.truncf"):
+        return lambda a: numerics.round_to(dst, a)
+    if name == "arith.bitcast":
+        return _identity if src == dst else _bitcast(src, dst)
+    if ws == wd:                                 # index_cast(ui) between i32 and index
+        return _identity
+    extend = "zext" if name == "arith.index_castui" else "sext"
+    return _int_resize(src, dst, extend if wd > ws else "trunc")
 
 
-def _arity(types: list[str], count: int) -> None:
-    if len(types) != count:
-        raise OpError(f"has {len(types)} operands, expected {count}")
+@NUMPY.implements(*EXECUTOR_OPS)
+def _executor_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
+    """linalg.index, tensor.extract and kernel.param read the loop position, a gather input or
+    a param: the kernel executor evaluates them itself (hal_cpu/kernel.py)."""
+    raise OpError(f"{attrs.name} is evaluated by the kernel executor, not the op table")
 
 
-def _result(attrs: OpAttrs, inferred: str) -> str:
-    if attrs.result_type is not None and attrs.result_type != inferred:
-        raise OpError(f"result_type {attrs.result_type!r} should be {inferred!r}")
-    return inferred
-
-
-_COMPILERS: dict[str, Callable[[OpAttrs, list[str]], tuple[OpFn, str]]] = {
-    "arith.constant": _constant,
-    "arith.cmpf": _cmpf,
-    "arith.cmpi": _cmpi_op,
-    "arith.select": _select,
-    "math.fma": _fma_op,
-    "math.fpowi": _fpowi,
-    **{name: _float_op for name in (*_FLOAT_UNARY, *_FLOAT_BINARY)},
-    **{name: _int_binary for name in _INT_BINARY_NAMES},
-    **{name: _int_unary for name in ("math.absi", "math.ctlz", "math.cttz", "math.ctpop")},
-    **{name: _cast for name in ("arith.sitofp", "arith.uitofp", "arith.fptosi",
-                                "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci",
-                                "arith.extf", "arith.truncf", "arith.bitcast",
-                                "arith.index_cast", "arith.index_castui")},
-}
-
-# Ops the executor evaluates itself (they read the loop position, a gather input or a param).
-EXECUTOR_OPS = ("linalg.index", "tensor.extract", "kernel.param")
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted([*_COMPILERS, *EXECUTOR_OPS]))
+SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(NUMPY.names))
 
 
 def compile_op(attrs: OpAttrs, operand_types: list[str]) -> tuple[OpFn, str]:
     """The function that evaluates `attrs` over a block, and its result type; raises OpError."""
-    compiler = _COMPILERS.get(attrs.name)
-    if compiler is None:
-        raise OpError(f"unsupported op (supported: {', '.join(SUPPORTED_OPS)})")
-    for t in operand_types:
-        if t not in VALUE_TYPES:
-            raise OpError(f"operand type {t!r} is not a scalar type")
-    return compiler(attrs, operand_types)
+    try:
+        result = infer(attrs.name, operand_types, attrs.result_type, attrs.predicate,
+                       attrs.int_value)
+    except OpTypeError as e:
+        raise OpError(str(e)) from None
+    make = NUMPY.lookup(attrs.name, operand_types, result)
+    if make is None:
+        raise OpError(f"the CPU executor does not implement {attrs.name}")
+    return make(attrs, operand_types, result), result

@@ -256,9 +256,8 @@ def test_two_kernels_in_one_executable(device, rng):
 
 @pytest.mark.parametrize("op_name, ref", [
     ("math.exp2", np.exp2), ("math.expm1", np.expm1), ("math.log2", np.log2),
-    ("math.log10", np.log10), ("math.log1p", np.log1p), ("math.sinh", np.sinh),
-    ("math.cosh", np.cosh), ("math.sin", np.sin), ("math.cos", np.cos), ("math.tan", np.tan),
-    ("math.asin", np.arcsin), ("math.acos", np.arccos), ("math.atan", np.arctan),
+    ("math.log10", np.log10), ("math.log1p", np.log1p), ("math.sin", np.sin),
+    ("math.cos", np.cos), ("math.tan", np.tan), ("math.atan", np.arctan),
     ("math.trunc", np.trunc), ("math.roundeven", np.rint)])
 def test_more_unary_math_against_float64(device, rng, op_name, ref):
     a = rng.uniform(-0.99, 0.99, 100).astype(np.float32)
