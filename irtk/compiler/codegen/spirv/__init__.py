@@ -8,9 +8,9 @@ hal_vulkan loads. Codegen never talks to a device. See docs/codegen_spirv.md.
 from irtk.compiler.codegen.spirv.elementwise import LaunchPlan, plan_launch
 from irtk.compiler.codegen.spirv.executable import (EXECUTABLE_FORMAT, SpirvKernel,
                                                     merged_requirements, pack_executable)
-from irtk.compiler.codegen.spirv.scalar_ops import OPS as SUPPORTED_OPS
+from irtk.compiler.codegen.spirv.op_table import SPIRV_OPS
 from irtk.compiler.codegen.spirv.strategy import STRATEGIES, compile_kernel
 
-__all__ = ["EXECUTABLE_FORMAT", "LaunchPlan", "SpirvKernel", "STRATEGIES", "SUPPORTED_OPS",
+__all__ = ["EXECUTABLE_FORMAT", "LaunchPlan", "SpirvKernel", "SPIRV_OPS", "STRATEGIES",
            "compile_kernel",
            "merged_requirements", "pack_executable", "plan_launch"]

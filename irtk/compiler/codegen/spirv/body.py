@@ -9,9 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from irtk.compiler.kernel import Kernel
+from irtk.errors import CompileError
 
 from .interface import ShaderInterface
+from .op_table import SPIRV_OPS, SpirvOp
 from .typed_ops import emit_typed, wrap
+
+
+def _evaluated_here(*_: object) -> int:
+    raise CompileError("vulkan-spirv: internal error: kernel.param and tensor.extract are "
+                       "evaluated by body.evaluate, not emitted as scalar ops")
+
+
+# These two read the shader interface (a push constant, a bounds-safe gather), so `evaluate`
+# emits them itself; they are registered so the op table covers every body op.
+SPIRV_OPS.register(("kernel.param", "tensor.extract"), SpirvOp("executor", _evaluated_here))
 
 
 def used_values(kernel: Kernel) -> set[int]:

@@ -42,7 +42,8 @@ from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
 from .emitter import Emitter
 from .interface import fits_one_view
 from .executable import SpirvKernel, validate
-from .scalar_ops import OPS, OpCall, emit_op
+from .op_table import class_op
+from .scalar_ops import OpCall, emit_op
 
 MAX_WORKGROUP_COUNT = 65535          # per grid dimension, the Vulkan minimum limit
 DEFAULT_WORKGROUP_SIZE = 128
@@ -177,10 +178,9 @@ def accepts(kernel: Kernel) -> bool:
         return False
     types = [o.element_type for o in operands]
     for op in kernel.ops:
-        entry = OPS.get(op.name)
-        if entry is None or op.name in ("kernel.param", "tensor.extract"):
+        if op.name in ("kernel.param", "tensor.extract"):
             return False
-        if ((tuple(types[v] for v in op.operands), op.result_type)) not in entry[0]:
+        if class_op(op.name, [types[v] for v in op.operands], op.result_type) is None:
             return False
         types.append(op.result_type)
     return True

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from spirv.tables import GLSLstd450, Op as SpvOp
 
-from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
 
 from .emitter import Emitter
@@ -280,37 +279,5 @@ DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.
              "arith.ceildivui", "arith.floordivsi")
 BIT_COUNTS = ("math.ctpop", "math.ctlz", "math.cttz")
 
-_BITWISE = {"arith.andi": SpvOp.BitwiseAnd, "arith.ori": SpvOp.BitwiseOr,
-            "arith.xori": SpvOp.BitwiseXor}
-_MINMAX = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt",
-           "arith.minui": "ult"}
-
-
-def emit(e: Emitter, op: Op, args: list[int]) -> int:
-    """An arith/math op whose operands are emulated i64 values."""
-    name = op.name
-    if name == "arith.addi":
-        return add(e, *args)
-    if name == "arith.subi":
-        return sub(e, *args)
-    if name == "arith.muli":
-        return mul(e, *args)
-    if name in _BITWISE:
-        return e.op(_BITWISE[name], vector_type(e), *args)
-    if name == "arith.cmpi":
-        return compare(e, op.predicate, *args)
-    if name in _MINMAX:
-        return select(e, compare(e, _MINMAX[name], *args), *args)
-    if name in ("arith.shli", "arith.shrui", "arith.shrsi"):
-        return shift(e, name, *args)
-    if name == "math.absi":
-        return select(e, compare(e, "slt", args[0], constant(e, 0)), negate(e, args[0]),
-                      args[0])
-    if name in DIVISIONS:
-        return divide(e, name, *args)
-    if name in BIT_COUNTS:
-        return bit_count(e, name, args[0])
-    raise CompileError(f"vulkan-spirv: '{name}' on i64 needs 64-bit integers (shaderInt64), "
-                       "which the target profile lacks; 64-bit emulation covers add, sub, "
-                       "mul, division, remainder, bitwise ops, shifts, bit counts, compares, "
-                       "min/max, abs and conversions")
+BITWISE = {"arith.andi": SpvOp.BitwiseAnd, "arith.ori": SpvOp.BitwiseOr,
+           "arith.xori": SpvOp.BitwiseXor}

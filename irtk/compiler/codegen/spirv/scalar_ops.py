@@ -1,6 +1,8 @@
-"""MLIR scalar ops (arith, math, linalg.index) as SPIR-V instructions.
+"""MLIR scalar ops (arith, math, linalg.index) as SPIR-V instructions on 32-bit registers.
 
-One table, `OPS`, maps each op name to its accepted signatures and an emitter function. Where
+Each emitter is registered in the backend's op table (op_table.py) as a "class" implementation
+with the register-class signatures it accepts (f32, i32, i1); typed_ops.py maps every narrower
+type onto these classes. Where
 SPIR-V or GLSL.std.450 leaves a case undefined that MLIR programs (and the CPU reference driver)
 give a value, the emitter guards it explicitly with selects, so the shader never executes an
 undefined operation: integer division by zero gives 0, INT_MIN / -1 gives INT_MIN, shifts by
@@ -20,6 +22,7 @@ from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
 
 from .emitter import Emitter
+from .op_table import SPIRV_OPS, SpirvOp, class_op, class_signatures
 
 INT_MIN = -(1 << 31)
 INT_MAX = (1 << 31) - 1
@@ -46,8 +49,6 @@ class OpCall:
 Emit = Callable[[Emitter, OpCall], int]
 Signature = tuple[tuple[str, ...], str]
 
-OPS: dict[str, tuple[tuple[Signature, ...], Emit]] = {}
-
 
 def _sig(text: str) -> Signature:
     """"f32,f32->i1" -> (("f32", "f32"), "i1")."""
@@ -56,25 +57,22 @@ def _sig(text: str) -> Signature:
 
 
 def _op(*names: str, sigs: tuple[str, ...]) -> Callable[[Emit], Emit]:
+    """Register an emitter for ops `names` on the register-class signatures `sigs`."""
     def register(fn: Emit) -> Emit:
-        for name in names:
-            OPS[name] = (tuple(_sig(s) for s in sigs), fn)
+        signatures = tuple(_sig(s) for s in sigs)
+        SPIRV_OPS.register(names, SpirvOp("class", fn, signatures),
+                           class_signatures(*signatures))
         return fn
     return register
 
 
 def emit_op(e: Emitter, call: OpCall) -> int:
-    """Emit `call.op`; raises CompileError for unknown ops and unsupported signatures."""
-    entry = OPS.get(call.op.name)
-    if entry is None:
-        raise CompileError(f"vulkan-spirv: op '{call.op.name}' is not supported in a kernel body")
-    sigs, fn = entry
-    got = (tuple(call.types), call.result_type)
-    if got not in sigs:
-        want = " or ".join(f"({', '.join(i)}) -> {o}" for i, o in sigs)
-        raise CompileError(f"vulkan-spirv: '{call.op.name}' on ({', '.join(got[0])}) -> {got[1]} "
-                           f"is not supported; expected {want}")
-    return fn(e, call)
+    """Emit `call.op` on register-class values; CompileError if no class emitter takes it."""
+    impl = class_op(call.op.name, call.types, call.result_type)
+    if impl is None:
+        raise CompileError(f"vulkan-spirv: '{call.op.name}' on ({', '.join(call.types)}) -> "
+                           f"{call.result_type} is not supported")
+    return impl.emit(e, call)
 
 
 _FF_F = ("f32,f32->f32",)

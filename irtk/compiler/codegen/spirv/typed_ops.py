@@ -8,22 +8,29 @@ producing one rounds to the type, float_formats.py); i64 and f64 use the device'
 types where the profile offers them; otherwise i64 is emulated as a uvec2
 (int64_emulation.py) and f64 is refused, naming the feature.
 
-Ops on the i32/f32 classes reuse `scalar_ops.OPS`; this module adds what depends on the width:
-conversions between types, bitcasts through bit patterns, constants, and the 64-bit ops.
+`emit_typed` looks each op up in the backend's op table (op_table.py): the 32-bit register
+ops of scalar_ops.py serve every type of their class, this module registers what depends on
+the width (constants, conversions, bitcasts through bit patterns, and the ops that read a
+width), wide_ops.py the i64 and f64 ops.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from spirv.tables import GLSLstd450, Op as SpvOp
 
+from irtk.body_ops import Claim, every_type
 from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
 
-from .emitter import Emitter
 from . import int64_emulation as i64e
+from . import op_table
+from . import wide_ops  # noqa: F401  (registers the i64 and f64 ops)
+from .emitter import Emitter
 from .float_formats import FORMATS, decode, encode, round_to
+from .op_table import SPIRV_OPS, SpirvOp, narrow_classes, no_wide_class
 from .scalar_ops import OpCall, emit_op
 
 # Ops that read their integer operands as unsigned numbers.
@@ -37,7 +44,7 @@ def register_class(kind: str) -> str:
     """"i1", "i32", "i64", "f32" or "f64": the register a kernel type computes in."""
     if kind not in SCALAR_TYPES:
         raise CompileError(f"vulkan-spirv: scalar type '{kind}' is not supported")
-    return SCALAR_TYPES[kind].register
+    return op_table.register_class(kind)
 
 
 def is_float(kind: str) -> bool:
@@ -90,6 +97,28 @@ def float_from_bits(e: Emitter, bits: int, kind: str) -> int:
     return e.op(SpvOp.Bitcast, e.f32, bits)
 
 
+TypedEmit = Callable[[Emitter, Op, list[int], list[str]], int]
+
+
+def _register(form: str, *names: str, claim: Claim = every_type
+              ) -> Callable[[TypedEmit], TypedEmit]:
+    """Decorator: register an emitter of this module in the op table (op_table.py)."""
+    def register(fn: TypedEmit) -> TypedEmit:
+        SPIRV_OPS.register(names, SpirvOp(form, fn), claim)
+        return fn
+    return register
+
+
+@_register("typed", "arith.constant")
+def _constant(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    return constant(e, op.result_type, op)
+
+
+@_register("typed", "arith.select", claim=no_wide_class)
+def _select(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+    return e.select(e.scalar_type(op.result_type), *args)
+
+
 def constant(e: Emitter, kind: str, op: Op) -> int:
     if kind == "i64" and e.emulate_i64:
         return i64e.constant(e, op.int_value)
@@ -114,27 +143,34 @@ def emit_typed(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
     result = op.result_type
     classes = [register_class(t) for t in types]
     result_class = register_class(result)
-    if op.name == "arith.constant":
-        return constant(e, result, op)
-    if op.name in _CONVERSIONS:
-        return _CONVERSIONS[op.name](e, op, args[0], types[0], result)
-    if "i64" in classes or "f64" in classes or result_class in ("i64", "f64"):
-        return _emit_wide(e, op, args, types)
-    if op.name == "arith.select":
-        return e.select(e.scalar_type(result), *args)
-    if op.name in _EXTRA:
-        value = _EXTRA[op.name](e, op, args, types)
-        return wrap(e, value, result) if result_class == "i32" else round_float(e, value, result)
-    unsigned = op.name in _UNSIGNED or (op.name == "arith.cmpi"
-                                        and op.predicate in _UNSIGNED_PREDICATES)
-    if unsigned:
-        args = [zero_extend(e, a, t) for a, t in zip(args, types)]
-    value = emit_op(e, OpCall(op_with_type(op, result_class), args, classes, _no_index))
+    # A type-aware implementation wins over the register-class one (which the elementwise
+    # strategy calls directly on f32/i32 buffers).
+    impls = sorted(SPIRV_OPS.candidates(op.name, types, result), key=lambda i: i.form == "class")
+    impl = impls[0] if impls else None
+    if impl is None:
+        raise CompileError(f"vulkan-spirv: '{op.name}' on ({', '.join(types)}) -> {result} is "
+                           f"not supported{_why_not(types, result)}")
+    if impl.form == "typed":
+        return impl.emit(e, op, args, types)
+    if impl.form == "extra":
+        value = impl.emit(e, op, args, types)
+    else:
+        unsigned = op.name in _UNSIGNED or (op.name == "arith.cmpi"
+                                            and op.predicate in _UNSIGNED_PREDICATES)
+        if unsigned:
+            args = [zero_extend(e, a, t) for a, t in zip(args, types)]
+        value = impl.emit(e, OpCall(op_with_type(op, result_class), args, classes, _no_index))
     if result_class == "i32":
         return wrap(e, value, result)
     if result_class == "f32":
         return round_float(e, value, result)
     return value
+
+
+def _why_not(types: list[str], result: str) -> str:
+    if "f64" in (*types, result):
+        return " (GLSL.std.450 has no 64-bit transcendental functions)"
+    return ""
 
 
 def op_with_type(op: Op, result_class: str) -> Op:
@@ -290,17 +326,26 @@ def _bitcast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
     return wrap(e, x, dst)
 
 
-_CONVERSIONS = {
-    "arith.extsi": _int_cast, "arith.extui": _int_cast, "arith.trunci": _int_cast,
-    "arith.index_cast": _int_cast, "arith.index_castui": _int_cast,
-    "arith.extf": _float_cast, "arith.truncf": _float_cast,
-    "arith.sitofp": _int_to_float, "arith.uitofp": _int_to_float,
-    "arith.fptosi": _float_to_int, "arith.fptoui": _float_to_int,
-    "arith.bitcast": _bitcast,
-}
+Conversion = Callable[[Emitter, Op, int, str, str], int]
 
 
-# --- ops the f32/i32 table lacks ---------------------------------------------------------------
+def _conversion(fn: Conversion, *names: str) -> None:
+    """Register a conversion (x, source type, destination type) for ops `names`."""
+    _register("typed", *names)(
+        lambda e, op, args, types: fn(e, op, args[0], types[0], op.result_type))
+
+
+_conversion(_int_cast, "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
+            "arith.index_castui")
+_conversion(_float_cast, "arith.extf", "arith.truncf")
+_conversion(_int_to_float, "arith.sitofp", "arith.uitofp")
+_conversion(_float_to_int, "arith.fptosi", "arith.fptoui")
+_conversion(_bitcast, "arith.bitcast")
+
+
+# --- 32-bit ops that read their types ----------------------------------------------------------
+# Registered as "extra" (op_table.py): on i32 and f32 registers (not i1: they compute on the
+# integer value), given the kernel types; emit_typed brings the result back to its type.
 
 def _f(e: Emitter, inst: GLSLstd450, *args: int) -> int:
     return e.glsl(e.f32, inst, *args)
@@ -453,136 +498,15 @@ def _bit_count(kind: str):
     return emit
 
 
-_EXTRA = {
-    "math.expm1": _expm1, "math.log1p": _log1p, "math.log10": _log10,
-    "math.sin": _unary(GLSLstd450.Sin), "math.cos": _unary(GLSLstd450.Cos),
-    "math.tan": _unary(GLSLstd450.Tan), "math.atan": _unary(GLSLstd450.Atan),
-    "math.atan2": _atan2, "math.erf": _erf, "math.round": _round, "math.fpowi": _fpowi,
-    "math.ipowi": _ipowi, "arith.ceildivsi": _ceildivsi, "arith.ceildivui": _ceildivui,
-    "arith.floordivsi": _floordivsi, "math.ctlz": _bit_count("ctlz"),
-    "math.cttz": _bit_count("cttz"), "math.ctpop": _bit_count("ctpop"),
-}
-
-
-# --- native 64-bit ops -------------------------------------------------------------------------
-
-def _emit_wide(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    """i64 and f64 ops on the device's native 64-bit types."""
-    name, kind = op.name, op.result_type
-    if name == "arith.select":
-        if kind == "i64" and e.emulate_i64:
-            return i64e.select(e, *args)
-        return e.select(e.scalar_type(kind), *args)
-    if types and types[0] == "i64" and e.emulate_i64:
-        return i64e.emit(e, op, args)
-    if types and types[0] == "i64" and name in i64e.DIVISIONS[4:] + i64e.BIT_COUNTS:
-        # No SPIR-V instruction: the emulation's code on the value's (low, high) words.
-        words = [e.op(SpvOp.Bitcast, i64e.vector_type(e), a) for a in args]
-        return e.op(SpvOp.Bitcast, e.i64, i64e.emit(e, op, words))
-    if types and types[0] == "i64":
-        return _emit_i64(e, op, args)
-    if types and types[0] == "f64":
-        return _emit_f64(e, op, args)
-    raise CompileError(f"vulkan-spirv: '{name}' on ({', '.join(types)}) -> {kind} is not "
-                       "supported")
-
-
-_I64_BINARY = {"arith.addi": SpvOp.IAdd, "arith.subi": SpvOp.ISub, "arith.muli": SpvOp.IMul,
-               "arith.andi": SpvOp.BitwiseAnd, "arith.ori": SpvOp.BitwiseOr,
-               "arith.xori": SpvOp.BitwiseXor}
-_I64_COMPARE = {"eq": SpvOp.IEqual, "ne": SpvOp.INotEqual, "slt": SpvOp.SLessThan,
-                "sle": SpvOp.SLessThanEqual, "sgt": SpvOp.SGreaterThan,
-                "sge": SpvOp.SGreaterThanEqual, "ult": SpvOp.ULessThan,
-                "ule": SpvOp.ULessThanEqual, "ugt": SpvOp.UGreaterThan,
-                "uge": SpvOp.UGreaterThanEqual}
-
-
-def _emit_i64(e: Emitter, op: Op, args: list[int]) -> int:
-    i64, name = e.i64, op.name
-
-    def c(v: int) -> int:
-        return e.b.constant(i64, v)
-    if name in _I64_BINARY:
-        return e.op(_I64_BINARY[name], i64, *args)
-    if name == "arith.cmpi":
-        return e.op(_I64_COMPARE[op.predicate], e.bool, *args)
-    if name in ("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"):
-        pred = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt",
-                "arith.minui": "ult"}[name]
-        return e.select(i64, e.op(_I64_COMPARE[pred], e.bool, *args), *args)
-    if name in ("arith.divsi", "arith.remsi", "arith.divui", "arith.remui"):
-        a, b = args
-        by_zero = e.op(SpvOp.IEqual, e.bool, b, c(0))
-        unsafe = by_zero
-        if name in ("arith.divsi", "arith.remsi"):
-            unsafe = e.or_(by_zero, e.and_(e.op(SpvOp.IEqual, e.bool, a, c(-(1 << 63))),
-                                           e.op(SpvOp.IEqual, e.bool, b, c(-1))))
-            divisor = e.select(i64, unsafe, c(1), b)
-            value = e.op(SpvOp.SDiv if name == "arith.divsi" else SpvOp.SRem, i64, a, divisor)
-        else:
-            divisor = e.op(SpvOp.Bitcast, e.u64, e.select(i64, unsafe, c(1), b))
-            value = e.op(SpvOp.Bitcast, i64, e.op(
-                SpvOp.UDiv if name == "arith.divui" else SpvOp.UMod, e.u64,
-                e.op(SpvOp.Bitcast, e.u64, a), divisor))
-        return e.select(i64, by_zero, c(0), value)
-    if name in ("arith.shli", "arith.shrui", "arith.shrsi"):
-        a, b = args
-        too_far = e.op(SpvOp.UGreaterThanEqual, e.bool, e.op(SpvOp.Bitcast, e.u64, b),
-                       e.b.constant(e.u64, 64))
-        amount = e.op(SpvOp.BitwiseAnd, i64, b, c(63))
-        opcode = {"arith.shli": SpvOp.ShiftLeftLogical, "arith.shrui": SpvOp.ShiftRightLogical,
-                  "arith.shrsi": SpvOp.ShiftRightArithmetic}[name]
-        if name == "arith.shrsi":
-            return e.op(opcode, i64, a, e.select(i64, too_far, c(63), amount))
-        return e.select(i64, too_far, c(0), e.op(opcode, i64, a, amount))
-    if name == "math.absi":
-        return e.select(i64, e.op(SpvOp.SLessThan, e.bool, args[0], c(0)),
-                        e.op(SpvOp.SNegate, i64, args[0]), args[0])
-    raise CompileError(f"vulkan-spirv: '{name}' on i64 is not supported")
-
-
-_F64_BINARY = {"arith.addf": SpvOp.FAdd, "arith.subf": SpvOp.FSub, "arith.mulf": SpvOp.FMul,
-               "arith.divf": SpvOp.FDiv}
-_F64_GLSL = {"math.sqrt": GLSLstd450.Sqrt, "math.absf": GLSLstd450.FAbs,
-             "math.floor": GLSLstd450.Floor, "math.ceil": GLSLstd450.Ceil,
-             "math.trunc": GLSLstd450.Trunc, "math.roundeven": GLSLstd450.RoundEven,
-             "math.rsqrt": GLSLstd450.InverseSqrt}
-
-
-def _emit_f64(e: Emitter, op: Op, args: list[int]) -> int:
-    f64, name = e.f64, op.name
-    if name in _F64_BINARY:
-        return e.op(_F64_BINARY[name], f64, *args)
-    if name == "arith.negf":
-        return e.op(SpvOp.FNegate, f64, args[0])
-    if name in _F64_GLSL:
-        return e.glsl(f64, _F64_GLSL[name], args[0])
-    if name == "math.fma":
-        return e.glsl(f64, GLSLstd450.Fma, *args)
-
-    def nan(v: int) -> int:
-        bits = e.op(SpvOp.Bitcast, e.u64, v)
-        magnitude = e.op(SpvOp.BitwiseAnd, e.u64, bits, e.b.constant(e.u64, (1 << 63) - 1))
-        return e.op(SpvOp.UGreaterThan, e.bool, magnitude, e.b.constant(e.u64, 0x7FF << 52))
-    if name in ("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf"):
-        a, b = args
-        is_max = "max" in name
-        pick_a = e.op(SpvOp.FOrdGreaterThan if is_max else SpvOp.FOrdLessThan, e.bool, a, b)
-        value = e.select(f64, pick_a, a, b)
-        if name in ("arith.maximumf", "arith.minimumf"):
-            return e.select(f64, e.or_(nan(a), nan(b)), e.op(SpvOp.FAdd, f64, a, b), value)
-        return e.select(f64, nan(a), b, e.select(f64, nan(b), a, value))
-    if name == "arith.cmpf":
-        from .scalar_ops import _FLOAT_COMPARE
-        a, b = args
-        pred = op.predicate
-        ordered = e.not_(e.or_(nan(a), nan(b)))
-        if pred in ("true", "false"):
-            return e.boolc(pred == "true")
-        if pred in ("ord", "uno"):
-            return ordered if pred == "ord" else e.not_(ordered)
-        opcode, unordered = _FLOAT_COMPARE[pred]
-        compare = e.op(opcode, e.bool, a, b)
-        return e.or_(e.not_(ordered), compare) if unordered else e.and_(ordered, compare)
-    raise CompileError(f"vulkan-spirv: '{name}' on f64 is not supported (GLSL.std.450 has no "
-                       "64-bit transcendental functions)")
+for _names, _emit in ((("math.expm1",), _expm1), (("math.log1p",), _log1p),
+                      (("math.log10",), _log10), (("math.sin",), _unary(GLSLstd450.Sin)),
+                      (("math.cos",), _unary(GLSLstd450.Cos)),
+                      (("math.tan",), _unary(GLSLstd450.Tan)),
+                      (("math.atan",), _unary(GLSLstd450.Atan)), (("math.atan2",), _atan2),
+                      (("math.erf",), _erf), (("math.round",), _round),
+                      (("math.fpowi",), _fpowi), (("math.ipowi",), _ipowi),
+                      (("arith.ceildivsi",), _ceildivsi), (("arith.ceildivui",), _ceildivui),
+                      (("arith.floordivsi",), _floordivsi),
+                      (("math.ctlz",), _bit_count("ctlz")), (("math.cttz",), _bit_count("cttz")),
+                      (("math.ctpop",), _bit_count("ctpop"))):
+    _register("extra", *_names, claim=narrow_classes)(_emit)
