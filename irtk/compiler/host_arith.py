@@ -6,8 +6,10 @@ sign-extended in i32, index in i64, f16/bf16 and the f8/f4 small floats as their
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from irtk.body_ops import Backend
 from irtk.compiler import tir
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
@@ -47,6 +49,34 @@ def type_name(t: tir.Type) -> str:
     return t.name
 
 
+@dataclass
+class HostOp:
+    """What a lowering gets: the op, its operand registers, the result register (already
+    allocated in the result's bank) and the types, with the builder to emit into."""
+
+    b: FunctionBuilder
+    new: Callable[[str], Reg]
+    op: tir.Op
+    args: list[Reg]
+    r: Reg
+    in_t: str            # the first operand's type (the result's for ops without operands)
+    out_t: str
+    error: Callable[[str], CompileError]
+
+    @property
+    def bank(self) -> str:
+        return self.r.bank
+
+    @property
+    def in_bank(self) -> str:
+        return SCALAR_TYPES[self.in_t].vm_bank
+
+
+Lowering = Callable[[HostOp], Reg]
+# The VM code generator's implementations of the body ops on host scalars (irtk.body_ops).
+HOST_OPS: Backend[Lowering] = Backend("vm")
+
+
 def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[Reg],
           error: Callable[[str], CompileError]) -> Reg:
     """Emit `op` over registers `args`; returns the result register."""
@@ -56,82 +86,119 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
     bank = SCALAR_TYPES[out_t].vm_bank
     in_t = type_name(op.operands[0].type) if op.operands else out_t
     r = new(bank)
-    k = op.kind
-    if k in _INT_BINARY:
-        b.emit(f"{_INT_BINARY[k]}.{bank}", r.index, args[0].index, args[1].index)
-        return narrow(b, new, r, out_t)
-    if k in _FLOAT_BINARY:
-        b.emit(f"{_FLOAT_BINARY[k]}.{bank}", r.index, args[0].index, args[1].index)
+    lowering = HOST_OPS.lookup(op.kind, [type_name(v.type) for v in op.operands], out_t)
+    if lowering is None:
+        raise error(f"op '{op.kind}' is not supported on the host")
+    return lowering(HostOp(b, new, op, args, r, in_t, out_t, error))
+
+
+@HOST_OPS.implements(*_INT_BINARY)
+def _int_binary(h: HostOp) -> Reg:
+    h.b.emit(f"{_INT_BINARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index, h.args[1].index)
+    return narrow(h.b, h.new, h.r, h.out_t)
+
+
+@HOST_OPS.implements(*_FLOAT_BINARY)
+def _float_binary(h: HostOp) -> Reg:
+    h.b.emit(f"{_FLOAT_BINARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index,
+             h.args[1].index)
+    return h.r
+
+
+@HOST_OPS.implements(*_FLOAT_UNARY)
+def _float_unary(h: HostOp) -> Reg:
+    h.b.emit(f"{_FLOAT_UNARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index)
+    return h.r
+
+
+@HOST_OPS.implements("arith.ceildivui", "arith.ceildivsi", "arith.floordivsi")
+def _rounded(h: HostOp) -> Reg:
+    return _rounded_division(h.b, h.new, h.op.kind, h.bank, h.args[0], h.args[1], h.r)
+
+
+@HOST_OPS.implements("math.absi")
+def _absi(h: HostOp) -> Reg:
+    h.b.emit(f"abs.{h.bank}", h.r.index, h.args[0].index)
+    return h.r
+
+
+@HOST_OPS.implements("arith.select")
+def _select(h: HostOp) -> Reg:
+    h.b.emit(f"select.{h.bank}", h.r.index, h.args[0].index, h.args[1].index, h.args[2].index)
+    return h.r
+
+
+@HOST_OPS.implements("arith.cmpi", "arith.cmpf")
+def _compare(h: HostOp) -> Reg:
+    k, b, r = h.op.kind, h.b, h.r
+    table = _CMPI if k == "arith.cmpi" else _CMPF
+    pred = h.op.attrs.get("predicate", "")
+    if pred not in table:
+        raise h.error(f"{k} predicate '{pred}' is not supported on the host")
+    name, swap, negate = table[pred]
+    a, c = (h.args[1], h.args[0]) if swap else (h.args[0], h.args[1])
+    b.emit(f"{name}.{h.in_bank}", r.index, a.index, c.index)
+    if negate:
+        one = h.new("i32")
+        b.emit("const.i32", one.index, 1)
+        b.emit("xor.i32", r.index, r.index, one.index)
+    return r
+
+
+@HOST_OPS.implements("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+                     "arith.trunci")
+def _int_cast(h: HostOp) -> Reg:
+    b, new, r, bank, in_t = h.b, h.new, h.r, h.bank, h.in_t
+    unsigned = h.op.kind in ("arith.index_castui", "arith.extui")
+    if h.in_bank == bank:
+        b.emit(f"mov.{bank}", r.index, h.args[0].index)
+        if unsigned and _narrow_int(in_t):
+            _zero_extend(b, new, r, in_t)
+        return narrow(b, new, r, h.out_t)
+    if h.in_bank == "i32":
+        src = h.args[0]
+        if unsigned and _narrow_int(in_t):
+            src = new("i32")
+            b.emit("mov.i32", src.index, h.args[0].index)
+            _zero_extend(b, new, src, in_t)
+        b.emit("ext.i32.i64.u" if unsigned else "ext.i32.i64.s", r.index, src.index)
         return r
-    if k in _FLOAT_UNARY:
-        b.emit(f"{_FLOAT_UNARY[k]}.{bank}", r.index, args[0].index)
-        return r
-    if k in ("arith.ceildivui", "arith.ceildivsi", "arith.floordivsi"):
-        return _rounded_division(b, new, k, bank, args[0], args[1], r)
-    if k == "math.absi":
-        b.emit(f"abs.{bank}", r.index, args[0].index)
-        return r
-    if k == "arith.select":
-        b.emit(f"select.{bank}", r.index, args[0].index, args[1].index, args[2].index)
-        return r
-    if k in ("arith.cmpi", "arith.cmpf"):
-        table = _CMPI if k == "arith.cmpi" else _CMPF
-        pred = op.attrs.get("predicate", "")
-        if pred not in table:
-            raise error(f"{k} predicate '{pred}' is not supported on the host")
-        name, swap, negate = table[pred]
-        a, c = (args[1], args[0]) if swap else (args[0], args[1])
-        src_bank = SCALAR_TYPES[in_t].vm_bank
-        b.emit(f"{name}.{src_bank}", r.index, a.index, c.index)
-        if negate:
-            one = new("i32")
-            b.emit("const.i32", one.index, 1)
-            b.emit("xor.i32", r.index, r.index, one.index)
-        return r
-    if k in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
-             "arith.trunci"):
-        src_bank = SCALAR_TYPES[in_t].vm_bank
-        unsigned = k in ("arith.index_castui", "arith.extui")
-        if src_bank == bank:
-            b.emit(f"mov.{bank}", r.index, args[0].index)
-            if unsigned and _narrow_int(in_t):
-                _zero_extend(b, new, r, in_t)
-            return narrow(b, new, r, out_t)
-        if src_bank == "i32":
-            src = args[0]
-            if unsigned and _narrow_int(in_t):
-                src = new("i32")
-                b.emit("mov.i32", src.index, args[0].index)
-                _zero_extend(b, new, src, in_t)
-            b.emit("ext.i32.i64.u" if unsigned else "ext.i32.i64.s", r.index, src.index)
-            return r
-        b.emit("trunc.i64.i32", r.index, args[0].index)
-        return narrow(b, new, r, out_t)
-    if k in ("arith.sitofp", "arith.uitofp"):
-        s = "u" if k == "arith.uitofp" else "s"
-        width = "32" if SCALAR_TYPES[in_t].vm_bank == "i32" else "64"
-        b.emit(f"cast.{s}i{width}.{bank}", r.index, args[0].index)
-        return r
-    if k in ("arith.fptosi", "arith.fptoui"):
-        s = "u" if k == "arith.fptoui" else "s"
-        width = "32" if bank == "i32" else "64"
-        b.emit(f"cast.{SCALAR_TYPES[in_t].vm_bank}.{s}i{width}", r.index, args[0].index)
-        return narrow(b, new, r, out_t)
-    if k in ("arith.extf", "arith.truncf"):
-        src_bank = SCALAR_TYPES[in_t].vm_bank
-        if src_bank == bank:
-            b.emit(f"mov.{bank}", r.index, args[0].index)
-        else:
-            b.emit(f"cast.{src_bank}.{bank}", r.index, args[0].index)
-        return r
-    if k == "arith.bitcast":
-        src_bank = SCALAR_TYPES[in_t].vm_bank
-        if src_bank == bank:
-            b.emit(f"mov.{bank}", r.index, args[0].index)
-        else:
-            b.emit(f"bitcast.{src_bank}.{bank}", r.index, args[0].index)
-        return r
-    raise error(f"op '{k}' is not supported on the host")
+    b.emit("trunc.i64.i32", r.index, h.args[0].index)
+    return narrow(b, new, r, h.out_t)
+
+
+@HOST_OPS.implements("arith.sitofp", "arith.uitofp")
+def _int_to_float(h: HostOp) -> Reg:
+    s = "u" if h.op.kind == "arith.uitofp" else "s"
+    width = "32" if h.in_bank == "i32" else "64"
+    h.b.emit(f"cast.{s}i{width}.{h.bank}", h.r.index, h.args[0].index)
+    return h.r
+
+
+@HOST_OPS.implements("arith.fptosi", "arith.fptoui")
+def _float_to_int(h: HostOp) -> Reg:
+    s = "u" if h.op.kind == "arith.fptoui" else "s"
+    width = "32" if h.bank == "i32" else "64"
+    h.b.emit(f"cast.{h.in_bank}.{s}i{width}", h.r.index, h.args[0].index)
+    return narrow(h.b, h.new, h.r, h.out_t)
+
+
+@HOST_OPS.implements("arith.extf", "arith.truncf")
+def _float_cast(h: HostOp) -> Reg:
+    if h.in_bank == h.bank:
+        h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
+    else:
+        h.b.emit(f"cast.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
+    return h.r
+
+
+@HOST_OPS.implements("arith.bitcast")
+def _bitcast(h: HostOp) -> Reg:
+    if h.in_bank == h.bank:
+        h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
+    else:
+        h.b.emit(f"bitcast.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
+    return h.r
 
 
 def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, bank: str,
