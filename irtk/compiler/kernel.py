@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from irtk import body_ops
 # Scalar types a kernel body computes in and tensors store: every type of `irtk.types`. Small
 # floats (and bf16) are computed in f32 registers holding exactly representable values: every
 # op that produces one rounds its f32 result to the type (as arith.truncf would).
@@ -52,26 +53,10 @@ from irtk.types import SCALAR_TYPES, storage_bytes
 
 ITERATOR_TYPES = ("parallel", "reduction")
 
-# Body ops by MLIR name. Besides arith/math (their MLIR semantics, with the attributes below):
-#   linalg.index    int_value = loop dimension; result "index"
-#   tensor.extract  int_value = position in kernel.inputs (an input whose map is None);
-#                   operands = one index value per dimension of that input
-#   kernel.param    int_value = position in kernel.params; result = that param's type
-BODY_OPS = frozenset("""
-arith.constant arith.addf arith.subf arith.mulf arith.divf arith.remf arith.negf
-arith.maximumf arith.minimumf arith.maxnumf arith.minnumf
-arith.addi arith.subi arith.muli arith.divsi arith.divui arith.remsi arith.remui
-arith.ceildivsi arith.ceildivui arith.floordivsi
-arith.maxsi arith.minsi arith.maxui arith.minui arith.andi arith.ori arith.xori
-arith.shli arith.shrsi arith.shrui arith.cmpf arith.cmpi arith.select
-arith.sitofp arith.uitofp arith.fptosi arith.fptoui arith.extui arith.extsi arith.trunci
-arith.extf arith.truncf arith.bitcast arith.index_cast arith.index_castui
-math.exp math.exp2 math.expm1 math.log math.log2 math.log10 math.log1p math.tanh math.sqrt
-math.rsqrt math.absf math.absi math.floor math.ceil math.round math.roundeven math.trunc
-math.powf math.fpowi math.ipowi math.sin math.cos math.tan math.atan math.atan2 math.erf
-math.fma math.copysign math.ctlz math.cttz math.ctpop
-linalg.index tensor.extract kernel.param
-""".split())
+# Body ops: every op `irtk.body_ops` declares, named as in MLIR, with the attributes it says
+# (linalg.index, tensor.extract and kernel.param read int_value: a loop dimension, a gather
+# input's position in `inputs`, a param's position in `params`).
+BODY_OPS = body_ops.NAMES
 
 
 @dataclass(frozen=True)
@@ -295,6 +280,13 @@ class Kernel:
                 raise ValueError(f"kernel {self.name}: kernel.param {op.int_value} out of range")
             if op.name == "linalg.index" and not 0 <= op.int_value < n:
                 raise ValueError(f"kernel {self.name}: linalg.index {op.int_value} out of range")
+            if op.name not in body_ops.EXECUTOR_OPS:
+                types = [body_ops.kernel_type(self.value_type(v)) for v in op.operands]
+                try:
+                    body_ops.infer(op.name, types, body_ops.kernel_type(op.result_type),  # type: ignore[arg-type]
+                                   op.predicate or None, op.int_value)
+                except body_ops.OpTypeError as e:
+                    raise ValueError(f"kernel {self.name}: op {i} ({op.name}): {e}") from None
         for v in self.yields:
             if not 0 <= v < base + len(self.ops) or v in gathered:
                 raise ValueError(f"kernel {self.name}: yield of value {v}")
