@@ -49,7 +49,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
      "hal_vulkan.executable", "hal_vulkan.pipeline_cache", "hal_vulkan.queue",
      "hal_vulkan.recorder", "hal_vulkan.semaphore", "hal_vulkan.timestamps",
      "hal_vulkan.transfer"),
-    ("hal_cpu.kernel", "hal_cpu.plans"),
 }
 
 
