@@ -8,7 +8,8 @@ that serialises the externally-synchronised Vulkan objects, the live-object trac
 pool and the queue, and the lifetimes of its resources (`adopt`, `retire`, the garbage queue
 that finalizers feed, and `check`, which every HAL entry point calls). `DeviceContext` holds
 exactly that. `VulkanDevice` makes it and hands it to the objects, so they import this module
-and not the device: the device sits at the top of the package, importing its objects.
+and not the device: the device sits above its objects, importing them (only the driver imports
+the device).
 
 The context is also what keeps a device's Vulkan state reachable from its objects: a buffer
 dropped after the device object itself still finds the handle, the lock and the garbage queue

@@ -4,9 +4,10 @@ The device makes the VkDevice and the `DeviceContext` its objects share (context
 the lock that serialises the externally-synchronised Vulkan objects, the queue and command pool,
 the registry of live resources and the garbage queue that finalizers feed, the validation
 log), then the device-wide services (descriptor pools, pipeline cache, staging transfers,
-allocator). Each object it creates gets the context and the services it uses, never the device:
-this module is the top of the package. Every HAL entry point calls `check()`, which raises
-pending validation messages and destroys resources whose last submission has completed.
+allocator). Each object it creates gets the context and the services it uses, never the device,
+so this module sits above them all (only the driver imports it). Every HAL entry point calls
+`check()`, which raises pending validation messages and destroys resources whose last
+submission has completed.
 """
 from __future__ import annotations
 
