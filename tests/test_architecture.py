@@ -47,12 +47,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     ("irtk.compiler.frontend.cfg", "irtk.compiler.frontend.importer",
      "irtk.compiler.frontend.named_ops", "irtk.compiler.frontend.parser",
      "irtk.compiler.frontend.tensor_ops", "irtk.compiler.frontend.verifier"),
-    ("hal_vulkan.allocator", "hal_vulkan.buffer", "hal_vulkan.command_buffer",
-     "hal_vulkan.descriptor_pool", "hal_vulkan.descriptors", "hal_vulkan.device",
-     "hal_vulkan.executable", "hal_vulkan.pipeline_cache", "hal_vulkan.queue",
-     "hal_vulkan.recorder", "hal_vulkan.semaphore", "hal_vulkan.timestamps",
-     "hal_vulkan.transfer"),
-    ("hal_cpu.kernel", "hal_cpu.plans"),
 }
 
 
