@@ -23,7 +23,7 @@ from irtk import hal
 from irtk.hal import numerics
 from irtk.errors import RuntimeFailure
 from irtk.vm.native_module import NativeFunction, NativeModule
-from irtk.vm.refs import ref_type_name
+from irtk.vm.ref_types import ref_type_name
 
 F = NativeFunction
 

@@ -14,8 +14,10 @@ from typing import Any
 from irtk import hal
 from irtk.errors import InputError, RuntimeFailure
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
+from irtk.modules import hal_types
 from irtk.vm.native_module import NativeFunction, NativeModule
-from irtk.vm.refs import VMBuffer, ref_type_name
+from irtk.vm.ref_types import ref_type_name
+from irtk.vm.refs import VMBuffer
 
 F = NativeFunction
 
@@ -73,6 +75,7 @@ class HalModule(NativeModule):
     """`hal.*` imports for modules loaded on `device`."""
 
     name = "hal"
+    REF_TYPES = hal_types.HAL_TYPES
     EXPORTS = (
         F("allocator.allocate", "0riiI_r"),
         F("allocator.allocate.initialized", "0rIiirII_r"),
