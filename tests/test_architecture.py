@@ -28,7 +28,9 @@ ALLOWED: dict[str, set[str]] = {
     "irtk.runtime": {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules"},
     "hal_cpu": {"irtk.errors", "irtk.hal", "schemas"},
     "hal_vulkan": {"irtk.errors", "irtk.hal", "schemas"},
-    "irtk.compiler": {"irtk.errors", "irtk.hal", "irtk.vm", "schemas", "spirv"},
+    # irtk.modules: the ref type names of the `types` table come from the modules that register
+    # them (docs/architecture.md).
+    "irtk.compiler": {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules", "schemas", "spirv"},
     "irtk.dump": {"irtk.errors", "irtk.vm", "schemas", "spirv"},
     "irtk.check_runner": _RUNTIME | {"irtk.runtime"},
     "irtk.cli": _RUNTIME | {"irtk.runtime", "irtk.compiler", "irtk.check_runner", "irtk.dump"},
@@ -37,10 +39,7 @@ ALLOWED: dict[str, set[str]] = {
 
 # Imports that break the rules above today, each to be removed (issue: "one fact, one place").
 # An entry that no longer occurs fails the test, so the list only shrinks.
-KNOWN_VIOLATIONS: set[tuple[str, str]] = {
-    ("irtk.vm.refs", "irtk.hal"),
-    ("irtk.vm.docgen", "irtk.modules.hal"),
-}
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 # Import cycles that exist today, each as its sorted module names; same rule.
 KNOWN_CYCLES: set[tuple[str, ...]] = {
     ("irtk.compiler.host", "irtk.compiler.vm_codegen"),
