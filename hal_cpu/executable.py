@@ -1,4 +1,5 @@
-"""Loading "cpu-kernel-fb" executables: FlatBuffers -> checked `Kernel`s.
+"""Loading "cpu-kernel-fb" executables: FlatBuffers -> checked `Kernel`s, each with the plan
+(`hal_cpu.plans`) it runs its boxes with.
 
 Checking is separated from running: everything the executor relies on is proven here once —
 the file identifier, every vector length, iterator types, params and their push-constant layout,
@@ -19,6 +20,7 @@ import numpy as np
 from hal_cpu.kernel import (STEP_EXTRACT, STEP_INDEX, STEP_OP, STEP_PARAM, Kernel, Operand, Step,
                             map_bounds)
 from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op
+from hal_cpu.plans import choose_plan
 from irtk.body_ops import kernel_type
 from irtk.errors import VerificationError
 from irtk.hal.executable import Executable, ExportInfo
@@ -139,7 +141,7 @@ class _KernelDecoder:
                 raise self.fail(f"yields[{n}]", f"value {v} is {types[v]} but outputs[{n}] is "
                                 f"{out.element_type}")
         return Kernel(name, loop_ranges, dyn_loops, iterators, tile_size, inputs, outputs,
-                      steps, step_names, yields, self.params, types)
+                      steps, step_names, yields, self.params, types, choose_plan=choose_plan)
 
     # --- params and grid ---------------------------------------------------------------------
 

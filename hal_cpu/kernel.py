@@ -9,7 +9,8 @@ boxes (one range on one loop, whole inner loops), so every operand of a box is a
 view of its buffer (`numpy.lib.stride_tricks.as_strided`), with stride 0 on the loops its map
 does not use: no index arrays and no copies for the common cases.
 
-A box runs with one of four strategies, chosen once per kernel at load (`hal_cpu.plans`):
+A box runs with one of four strategies (`hal_cpu.plans`), which the executable loader chooses
+once per kernel and hands to it (a `Plan`):
 - elementwise: no reduction loop; the body runs once over the box with numpy broadcasting;
 - contraction: out = out + a*b over reduction loops (mulf/addf or muli/addi, optionally after
   an ext/itofp cast of each factor): one `numpy.einsum` per box (BLAS for f32/f64; integers
@@ -29,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -53,6 +54,21 @@ STEP_OP, STEP_INDEX, STEP_PARAM, STEP_EXTRACT = "op", "index", "param", "extract
 Step = tuple[str, object, tuple[int, ...]]
 
 Box = tuple[tuple[int, int], ...]   # per loop: (first index, count)
+LoopBox = Sequence[tuple[int, int]]  # per loop of a kernel: (first index, count)
+
+
+class Plan(Protocol):
+    """How a kernel runs a box of its loops (`hal_cpu.plans`): the executor only cuts the
+    dispatch's range into blocks and boxes and hands each box to the plan."""
+
+    name: str
+
+    def block_points(self, bound: Bound) -> int:
+        """Parallel points per block (bounds the temporaries of one box)."""
+        ...
+
+    def run_box(self, bound: Bound, box: LoopBox) -> None:
+        ...
 
 
 @dataclass(frozen=True)
@@ -147,14 +163,14 @@ class Bound:
 
 class Kernel:
     """One kernel of an executable in the form the executor runs (built and checked by
-    `hal_cpu.executable`)."""
+    `hal_cpu.executable`, which also chooses its plan: `choose_plan` is called once, on the
+    finished kernel, since the choice reads the kernel's body and loops)."""
 
     def __init__(self, name: str, loop_ranges: Sequence[int], dynamic_loops: Sequence[int],
                  iterator_types: Sequence[str], tile_size: int, inputs: Sequence[Operand],
                  outputs: Sequence[Operand], steps: Sequence[Step], step_names: Sequence[str],
                  yields: Sequence[int], params: Sequence[tuple[str, str, int]],
-                 value_types: Sequence[str]) -> None:
-        from hal_cpu.plans import choose_plan
+                 value_types: Sequence[str], *, choose_plan: Callable[[Kernel], Plan]) -> None:
         self.name = name
         self.static_loop_ranges = tuple(loop_ranges)
         self.dynamic_loops = tuple(dynamic_loops)
@@ -180,7 +196,7 @@ class Kernel:
         n_in, n_out = len(self.inputs), len(self.outputs)
         used = {v for kind, _, args in self.steps for v in args} | set(self.yields)
         self.read_outputs = tuple(n_in + k in used for k in range(n_out))
-        self.plan = choose_plan(self)
+        self.plan: Plan = choose_plan(self)
         self._static_layouts = [layout(op, self.static_loop_ranges, ()) for op in self.operands] \
             if self.is_static and not self.params else None
 
@@ -485,5 +501,5 @@ def work_items(kernel: Kernel, bound: Bound,
     return [partial(run_guarded, kernel, bound, s, e) for s, e in chunks]
 
 
-__all__ = ["Bound", "Kernel", "Operand", "OpFn", "ResolvedBinding", "Step", "boxes",
-           "evaluate", "read", "strided", "write", "work_items"]
+__all__ = ["Bound", "Kernel", "LoopBox", "Operand", "OpFn", "Plan", "ResolvedBinding", "Step",
+           "boxes", "evaluate", "read", "strided", "write", "work_items"]

@@ -13,20 +13,16 @@ step rounded, as linalg specifies.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
 from hal_cpu import kernel as kx
+from hal_cpu.kernel import Bound, Kernel, LoopBox
 from hal_cpu.ops import FLOAT_TYPES, as_unsigned, from_unsigned
 from irtk.hal import numerics
 from irtk.types import SCALAR_TYPES
 
-if TYPE_CHECKING:
-    from hal_cpu.kernel import Bound, Kernel
-
-LoopBox = Sequence[tuple[int, int]]
 Reducer = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
 # Folds a slab of values (reduction axes given) into an accumulator, with the combiner op.
 Fold = Callable[[np.ndarray, np.ndarray, tuple[int, ...], Callable], np.ndarray]

@@ -1,4 +1,4 @@
-"""Device memory: large VkDeviceMemory blocks, each with one VkBuffer, carved into HAL buffers.
+"""Device memory: large blocks (`memory_block.py`), each with one VkBuffer, carved into HAL buffers.
 
 One block serves many buffers (Vulkan limits the number of allocations and each one is slow), so
 a HAL buffer is (block, offset, size) and a descriptor binds the block's VkBuffer at an offset.
@@ -9,108 +9,41 @@ transfer instead. Requests of a quarter block or more get a dedicated block of t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import vulkan as vk
 
 from irtk.errors import DeviceError
 from irtk.hal.errors import OutOfMemoryError
 from irtk.hal import Allocator, BufferUsage
-from hal_vulkan.buffer import BufferResource, VulkanBuffer
+from hal_vulkan.buffer import BufferResource, StagedCopies, VulkanBuffer
+from hal_vulkan.memory_block import MemoryBlock
 from hal_vulkan.resource import release_when_collected
-from hal_vulkan.status import call
-from hal_vulkan.suballocator import RangeAllocator
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 DEFAULT_BLOCK_SIZE = 64 << 20
-# Uniform texel buffer: executables may read bindings through buffer views (recorder.py).
-BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-                | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT)
 _HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
 _HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-_block_serials = iter(range(1, 1 << 62))
-
-
-class MemoryBlock:
-    """One VkDeviceMemory with a VkBuffer over all of it, mapped when host-visible."""
-
-    def __init__(self, allocator: VulkanAllocator, size: int, dedicated: bool) -> None:
-        device = allocator.device
-        self.device = device
-        self.size = size
-        self.dedicated = dedicated
-        # Identity of the VkBuffer that a later block never shares (handles may be reused).
-        self.serial = next(_block_serials)
-        self.mapping: memoryview | None = None
-        self.memory: Any = None
-        self.buffer = call(vk.vkCreateBuffer, device.handle, vk.VkBufferCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=size, usage=BUFFER_USAGE,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
-        device.tracker.created("VkBuffer")
-        try:
-            reqs = vk.vkGetBufferMemoryRequirements(device.handle, self.buffer)
-            self.type_index, self.flags = allocator.memory_type(reqs.memoryTypeBits)
-            self.memory = call(vk.vkAllocateMemory, device.handle, vk.VkMemoryAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=reqs.size,
-                memoryTypeIndex=self.type_index), None)
-            device.tracker.created("VkDeviceMemory")
-            call(vk.vkBindBufferMemory, device.handle, self.buffer, self.memory, 0)
-            if allocator.host_mapped:
-                raw = call(vk.vkMapMemory, device.handle, self.memory, 0, size, 0)
-                self.mapping = memoryview(raw).cast("B")
-        except BaseException:
-            self.destroy()
-            raise
-        self.coherent = bool(self.flags & _HOST_COHERENT)
-        self.ranges = RangeAllocator(size, allocator.alignment)
-
-    def destroy(self) -> None:
-        handle = self.device.handle
-        if self.mapping is not None:
-            try:
-                self.mapping.release()
-            except BufferError:  # a view still exported; unmapping below invalidates it anyway
-                pass
-            self.mapping = None
-            vk.vkUnmapMemory(handle, self.memory)
-        if self.buffer is not None:
-            vk.vkDestroyBuffer(handle, self.buffer, None)
-            self.device.tracker.destroyed("VkBuffer")
-            self.buffer = None
-        if self.memory is not None:
-            vk.vkFreeMemory(handle, self.memory, None)
-            self.device.tracker.destroyed("VkDeviceMemory")
-            self.memory = None
-
-    def flush(self, offset: int, length: int, invalidate: bool) -> None:
-        """Make host writes visible to the device (or device writes to the host) when the
-        memory is not coherent; ranges widen to nonCoherentAtomSize as Vulkan requires."""
-        if self.coherent or length == 0:
-            return
-        atom = int(self.device.physical.limits["nonCoherentAtomSize"])
-        start = offset // atom * atom
-        end = min(self.size, (offset + length + atom - 1) // atom * atom)
-        rng = vk.VkMappedMemoryRange(sType=vk.VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                     memory=self.memory, offset=start, size=end - start)
-        fn = vk.vkInvalidateMappedMemoryRanges if invalidate else vk.vkFlushMappedMemoryRanges
-        call(fn, self.device.handle, 1, [rng])
 
 
 class VulkanAllocator(Allocator):
-    """Suballocates HAL buffers from memory blocks; keeps one empty block around for reuse."""
+    """Suballocates HAL buffers from memory blocks; keeps one empty block around for reuse.
 
-    def __init__(self, device: VulkanDevice, host_mapped: bool | None = None,
-                 block_size: int = DEFAULT_BLOCK_SIZE) -> None:
-        self.device = device
-        limits = device.physical.limits
+    `staged` reads and writes the buffers whose memory the host does not map (the device's
+    transfer path)."""
+
+    def __init__(self, context: DeviceContext, staged: StagedCopies,
+                 host_mapped: bool | None = None, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        self.context = context
+        self.staged = staged
+        limits = context.physical.limits
         # Buffers start where a storage buffer or a texel-buffer view may be bound.
         self.alignment = max(16, int(limits["minStorageBufferOffsetAlignment"]),
                              int(limits.get("minTexelBufferOffsetAlignment", 16)))
-        if not _has_host_visible(device):
+        if not _has_host_visible(context):
             host_mapped = False
         self.host_mapped = True if host_mapped is None else host_mapped
         max_alloc = int(limits.get("maxMemoryAllocationSize", 1 << 62))
@@ -121,7 +54,7 @@ class VulkanAllocator(Allocator):
     def memory_type(self, type_bits: int) -> tuple[int, int]:
         """(index, property flags) of the memory type for buffers, chosen once."""
         if self._memory_type is None:
-            types = self.device.physical.memory_types
+            types = self.context.physical.memory_types
             if self.host_mapped:
                 wanted = [_DEVICE_LOCAL | _HOST_VISIBLE | _HOST_COHERENT,
                           _HOST_VISIBLE | _HOST_COHERENT, _HOST_VISIBLE]
@@ -135,7 +68,7 @@ class VulkanAllocator(Allocator):
                 if self._memory_type is not None:
                     break
             else:
-                raise DeviceError(f"device '{self.device.info.name}' has no memory type for "
+                raise DeviceError(f"device '{self.context.info.name}' has no memory type for "
                                   f"storage buffers (memoryTypeBits 0x{type_bits:x})")
         return self._memory_type
 
@@ -143,20 +76,20 @@ class VulkanAllocator(Allocator):
         """A new buffer of `size` bytes (zero-size buffers still own one aligned unit)."""
         if size < 0:
             raise ValueError(f"buffer size {size} is negative")
-        device = self.device
-        device.check()
-        with device.lock:
+        context = self.context
+        context.check()
+        with context.lock:
             block, offset = self._place(size)
-            resource = BufferResource(self, block, offset, block.ranges.round(size))
-            device.adopt(resource)
-        buffer = VulkanBuffer(device, resource, size, usage)
-        buffer._finalizer = release_when_collected(buffer, resource, device.garbage)
+            resource = BufferResource(self.free, block, offset, block.ranges.round(size))
+            context.adopt(resource)
+        buffer = VulkanBuffer(context, resource, size, usage, self.staged)
+        buffer._finalizer = release_when_collected(buffer, resource, context.garbage)
         return buffer
 
     def _check_fits(self, size: int) -> None:
         """Refuse, before Vulkan sees it, a request no memory heap or buffer can hold (the
         validation layer reports those calls as errors rather than letting them fail)."""
-        physical = self.device.physical
+        physical = self.context.physical
         limits = physical.limits
         bounds = [(int(limits.get("maxMemoryAllocationSize", 1 << 62)),
                    "maxMemoryAllocationSize"),
@@ -168,14 +101,14 @@ class VulkanAllocator(Allocator):
                 raise OutOfMemoryError(
                     "allocate", "VK_ERROR_OUT_OF_DEVICE_MEMORY",
                     f" (a buffer of {size} bytes exceeds {what}, {bound} bytes, of device "
-                    f"'{self.device.info.name}')")
+                    f"'{self.context.info.name}')")
 
     def _place(self, size: int) -> tuple[MemoryBlock, int]:
         self._check_fits(size)
         if size * 4 >= self.block_size:
             reserved = max(self.alignment,
                            (size + self.alignment - 1) // self.alignment * self.alignment)
-            block = MemoryBlock(self, reserved, dedicated=True)
+            block = self._new_block(reserved, dedicated=True)
             self._blocks.append(block)
             return block, block.ranges.allocate(size)  # type: ignore[return-value]
         for block in self._blocks:
@@ -183,9 +116,13 @@ class VulkanAllocator(Allocator):
                 offset = block.ranges.allocate(size)
                 if offset is not None:
                     return block, offset
-        block = MemoryBlock(self, self.block_size, dedicated=False)
+        block = self._new_block(self.block_size, dedicated=False)
         self._blocks.append(block)
         return block, block.ranges.allocate(size)  # type: ignore[return-value]
+
+    def _new_block(self, size: int, dedicated: bool) -> MemoryBlock:
+        return MemoryBlock(self.context, size, dedicated, memory_type=self.memory_type,
+                           mapped=self.host_mapped, alignment=self.alignment)
 
     def free(self, resource: BufferResource) -> None:
         """Return a buffer's range (under the device lock); empty blocks beyond one spare go."""
@@ -217,5 +154,5 @@ class VulkanAllocator(Allocator):
         return len(self._blocks)
 
 
-def _has_host_visible(device: VulkanDevice) -> bool:
-    return any(flags & _HOST_VISIBLE for flags, _ in device.physical.memory_types)
+def _has_host_visible(context: DeviceContext) -> bool:
+    return any(flags & _HOST_VISIBLE for flags, _ in context.physical.memory_types)

@@ -6,26 +6,36 @@ invalidate on non-coherent memory, or a staging transfer when the memory is not 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from irtk.errors import DeviceError
 from irtk.hal import Buffer, BufferUsage
 from hal_vulkan.resource import Resource
 
 if TYPE_CHECKING:
-    from hal_vulkan.allocator import MemoryBlock, VulkanAllocator
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
+    from hal_vulkan.memory_block import MemoryBlock
+
+
+class StagedCopies(Protocol):
+    """Host reads and writes of a buffer whose memory the host does not map: a copy through a
+    host-visible buffer on the queue (`transfer.HostTransfer`)."""
+
+    def download(self, buffer: VulkanBuffer, offset: int, length: int) -> bytes: ...
+
+    def upload(self, buffer: VulkanBuffer, offset: int, data: bytes) -> None: ...
 
 
 class BufferResource(Resource):
-    """The block range a buffer owns; returned to the allocator once the GPU is done with it."""
+    """The block range a buffer owns; returned to the allocator (`free`) once the GPU is done
+    with it."""
 
     kind = "buffer"
 
-    def __init__(self, allocator: VulkanAllocator, block: MemoryBlock, offset: int,
+    def __init__(self, free: Callable[[BufferResource], None], block: MemoryBlock, offset: int,
                  reserved: int) -> None:
         super().__init__()
-        self.allocator = allocator
+        self.free = free
         self.block = block
         self.offset = offset
         self.reserved = reserved
@@ -37,15 +47,16 @@ class BufferResource(Resource):
         return (self.block.serial, self.offset + offset)
 
     def destroy_handles(self) -> None:
-        self.allocator.free(self)
+        self.free(self)
 
 
 class VulkanBuffer(Buffer):
-    def __init__(self, device: VulkanDevice, resource: BufferResource, size: int,
-                 usage: BufferUsage) -> None:
+    def __init__(self, context: DeviceContext, resource: BufferResource, size: int,
+                 usage: BufferUsage, staged: StagedCopies) -> None:
         super().__init__(size, usage)
-        self.device = device
+        self.context = context
         self.resource = resource
+        self.staged = staged
         self._finalizer: Any = None
 
     # -- what command recording needs --------------------------------------------------------
@@ -67,20 +78,20 @@ class VulkanBuffer(Buffer):
         if length is None:
             length = self.size - offset
         view = self._readable(offset, length)
-        return self.device.transfer.download(self, offset, length) if view is None \
+        return self.staged.download(self, offset, length) if view is None \
             else bytes(view)
 
     def read_into(self, out: memoryview, offset: int = 0) -> None:
         """One copy from the mapping into `out` (a result read back into its numpy array)."""
         view = self._readable(offset, out.nbytes)
-        out[:] = self.device.transfer.download(self, offset, out.nbytes) if view is None \
+        out[:] = self.staged.download(self, offset, out.nbytes) if view is None \
             else view
 
     def _readable(self, offset: int, length: int) -> memoryview | None:
         """The mapped bytes [offset, offset + length) made visible to the host, after the
         range, device and liveness checks; None where the memory is not mapped (staging)."""
         self._check_range(offset, length)
-        self.device.check()
+        self.context.check()
         self._check_alive()
         block = self.resource.block
         if block.mapping is None:
@@ -94,14 +105,14 @@ class VulkanBuffer(Buffer):
         if src.ndim != 1 or src.format != "B":
             src = src.cast("B")
         self._check_range(offset, src.nbytes)
-        self.device.check()
+        self.context.check()
         self._check_alive()
         if not src.nbytes:
             return
         block = self.resource.block
         start = self.resource.offset + offset
         if block.mapping is None:
-            self.device.transfer.upload(self, offset, bytes(src))
+            self.staged.upload(self, offset, bytes(src))
             return
         block.mapping[start:start + src.nbytes] = src
         block.flush(start, src.nbytes, invalidate=False)
@@ -109,13 +120,13 @@ class VulkanBuffer(Buffer):
     def release(self) -> None:
         """Give the range back now, or once the submissions using it have completed."""
         if self._finalizer is not None and self._finalizer.detach() is not None:
-            self.device.retire(self.resource)
+            self.context.retire(self.resource)
 
     def _check_alive(self) -> None:
         if self.released:
             raise DeviceError("buffer was released")
-        if self.device.released:
-            raise DeviceError(f"device '{self.device.info.name}' was released")
+        if self.context.released:
+            raise DeviceError(f"device '{self.context.info.name}' was released")
 
     def __repr__(self) -> str:
         return f"VulkanBuffer(size={self.size}, offset={self.resource.offset})"

@@ -7,7 +7,7 @@ again; a few recordings are kept so alternating tables do not re-record every ti
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal import BindingRef, Executable
@@ -21,18 +21,26 @@ from hal_vulkan.recorder import Recorder, Recording
 from hal_vulkan.resource import Resource
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.allocator import VulkanAllocator
+    from hal_vulkan.context import DeviceContext
+    from hal_vulkan.descriptor_pool import DescriptorPoolCache
 
 MAX_RECORDINGS = 4  # idle recordings kept per command buffer
 
 
 class VulkanCommandBuffer(DeferredCommandBuffer):
+    """Recordings take their descriptor sets from `descriptor_pools` and the bytes of fills and
+    updates that need a staging buffer from `staging_allocator()` (the device's)."""
+
     buffer_type = VulkanBuffer
 
-    def __init__(self, device: VulkanDevice, binding_capacity: int = 0,
+    def __init__(self, context: DeviceContext, descriptor_pools: DescriptorPoolCache,
+                 staging_allocator: Callable[[], VulkanAllocator], binding_capacity: int = 0,
                  timestamps: bool = False) -> None:
         super().__init__(binding_capacity)
-        self.device = device
+        self.context = context
+        self.descriptor_pools = descriptor_pools
+        self.staging_allocator = staging_allocator
         self.timestamps = timestamps
         self._last: Recording | None = None  # the recording submitted last
         self._recordings: list[Recording] = []  # most recently used last
@@ -45,10 +53,10 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
 
     # -- recording hooks (the shared recorder does the rest) ----------------------------------
     def check_live(self) -> None:
-        self.device.check()
+        self.context.check()
 
     def lookup_export(self, executable: Executable, ordinal: int) -> tuple[EntryPoint, str]:
-        if not isinstance(executable, VulkanExecutable) or executable.device is not self.device:
+        if not isinstance(executable, VulkanExecutable) or executable.context is not self.context:
             raise RuntimeFailure("dispatch needs an executable created on this Vulkan device")
         if executable.released:
             raise RuntimeFailure("dispatch of a released executable")
@@ -61,7 +69,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
     def check_dispatch(self, entry: EntryPoint, name: str, workgroups: tuple[int, int, int],
                        constants: list[int], bindings: list[BindingRef]) -> None:
         what = f"dispatch of '{name}'"
-        limits = self.device.info.max_workgroup_count
+        limits = self.context.info.max_workgroup_count
         if any(c > m for c, m in zip(workgroups, limits)):
             raise DeviceError(f"{what}: workgroup count {tuple(workgroups)} is outside "
                               f"{tuple(limits)} (maxComputeWorkGroupCount)")
@@ -74,7 +82,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
 
     def check_direct_binding(self, entry: EntryPoint, index: int, binding: ResolvedBinding,
                              what: str) -> None:
-        binding_ranges(self.device, entry, entry.binding_numbers[index], binding, what)
+        binding_ranges(self.context, entry, entry.binding_numbers[index], binding, what)
 
     def finalize(self) -> None:
         if self.finalized:
@@ -83,7 +91,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         self._slots = self.slots_used()
         # Slots whose buffers the recorded commands name (transfers always; dispatches unless
         # their descriptors can be rewritten after bind): a new entry there means re-recording.
-        self._rebindable = self.device.update_after_bind
+        self._rebindable = self.context.update_after_bind
         self._recorded_slots = {r.slot for c in self.commands for r in command_refs(c)
                                 if r.is_slot and not (self._rebindable
                                                       and isinstance(c, Dispatch)
@@ -108,7 +116,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         table_resources: list[Resource] = []
         for slot in self._slots:
             entry = table_entry(table, slot, "command buffer", VulkanBuffer)
-            if entry.buffer.device is not self.device:
+            if entry.buffer.context is not self.context:
                 raise RuntimeFailure(f"binding-table slot {slot} holds a buffer of another device")
             part = (*entry.buffer.resource.location(entry.offset), entry.length)
             (key_parts if slot in self._recorded_slots else content_parts).append(part)
@@ -116,7 +124,7 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         recording = self._find_recording(tuple(key_parts), tuple(content_parts), table)
         # Busy from now on (the coming submit's serial), so a second use of this command
         # buffer in the same submit cannot evict and re-record it.
-        recording.last_use = max(recording.last_use, self.device.queue.serial + 1)
+        recording.last_use = max(recording.last_use, self.context.queue.serial + 1)
         self._last = recording
         staging = [b.resource for b in self._staging.values()]
         return recording, self._static + table_resources + staging + [recording]
@@ -127,8 +135,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         and whose descriptor sets are rewritten (update-after-bind); else a re-recorded idle
         one or a new one. `key` is what the recorded commands depend on, `content` what only
         the descriptor sets do (empty unless the device updates descriptors after bind)."""
-        device = self.device
-        completed = device.queue.poll()
+        context = self.context
+        completed = context.queue.poll()
         found = next((r for r in self._recordings if r.key == key and r.content == content),
                      None)
         if found is None and self._rebindable:
@@ -149,12 +157,12 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         else:
             timed = sum(isinstance(c, Dispatch) for c in self.commands) \
                 if self.timestamps else -1
-            rec = Recording(device, key, timed)
-            device.adopt(rec)
+            rec = Recording(context, self.descriptor_pools, key, timed)
+            context.adopt(rec)
         try:
-            Recorder(device, rec, self._staging_for).record(self.resolve(table))
+            Recorder(context, rec, self._staging_for).record(self.resolve(table))
         except BaseException:
-            device.retire(rec)
+            context.retire(rec)
             raise
         rec.content = content
         self._recordings.append(rec)
@@ -169,15 +177,15 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
             return
         for old in [r for r in self._recordings[:-1] if r.last_use <= completed][:extra]:
             self._recordings.remove(old)
-            self.device.retire(old)
+            self.context.retire(old)
 
     def _staging_for(self, index: int, data: bytes) -> VulkanBuffer:
         """A staging buffer with the bytes a fill's ends or an unaligned update of command
         `index` copy from (the same bytes whatever the binding table)."""
         buffer = self._staging.get(index)
         if buffer is None:
-            with self.device.lock:
-                buffer = self.device.transfer.staging_allocator().allocate_with_data(data)
+            with self.context.lock:
+                buffer = self.staging_allocator().allocate_with_data(data)
             self._staging[index] = buffer  # type: ignore[assignment]
         return buffer  # type: ignore[return-value]
 
@@ -189,9 +197,9 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         rec = self._last
         if rec is None:
             raise RuntimeFailure("command buffer has not been submitted")
-        self.device.check()
-        with self.device.lock:
-            if rec.last_use > self.device.queue.poll():
+        self.context.check()
+        with self.context.lock:
+            if rec.last_use > self.context.queue.poll():
                 raise RuntimeFailure("the submission has not completed; wait on its fence")
             count = sum(isinstance(c, Dispatch) for c in self.commands)
             return rec.timestamps.read(count)  # type: ignore[union-attr]
@@ -201,10 +209,10 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         if self.released:
             return
         self.released = True
-        if self.device.released:
+        if self.context.released:
             return
         for rec in self._recordings:
-            self.device.retire(rec)
+            self.context.retire(rec)
         for buffer in self._staging.values():
             buffer.release()
         self._recordings.clear()
@@ -215,8 +223,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
 
     def __del__(self) -> None:
         # Recordings are plain resources; queue them for destruction (no Vulkan call here).
-        if not getattr(self, "released", True) and not self.device.released:
+        if not getattr(self, "released", True) and not self.context.released:
             self.released = True
             for rec in self._recordings:
-                self.device.garbage.append(rec)
+                self.context.garbage.append(rec)
 

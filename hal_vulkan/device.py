@@ -1,17 +1,19 @@
 """A Vulkan logical device: one compute queue, the features irtk uses, and everything it owns.
 
-The device is the hub the other files hang off: it holds the lock that serialises the
-externally-synchronised Vulkan objects (queue, command pool, descriptor pools, allocator), the
-registry of live resources, the garbage queue that finalizers feed, and the validation log.
-Every HAL entry point calls `check()`, which raises pending validation messages and destroys
-resources whose last submission has completed.
+The device makes the VkDevice and the `DeviceContext` its objects share (context.py: the handle,
+the lock that serialises the externally-synchronised Vulkan objects, the queue and command pool,
+the registry of live resources and the garbage queue that finalizers feed, the validation
+log), then the device-wide services (descriptor pools, pipeline cache, staging transfers,
+allocator). Each object it creates gets the context and the services it uses, never the device,
+so this module sits above them all (only the driver imports it). Every HAL entry point calls
+`check()`, which raises pending validation messages and destroys resources whose last
+submission has completed.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
@@ -21,6 +23,7 @@ from irtk.hal import BindingRef, Buffer, CommandBuffer, Device, Fence
 from hal_vulkan.allocator import VulkanAllocator
 from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.command_buffer import VulkanCommandBuffer
+from hal_vulkan.context import DeviceContext
 from hal_vulkan.descriptor_pool import DescriptorPoolCache
 from hal_vulkan.executable import VulkanExecutable
 from hal_vulkan.physical_device import (EXECUTABLE_FORMAT, FEATURE_STRUCTS,
@@ -47,10 +50,6 @@ class VulkanDevice(Device):
         self.log = instance.log
         self.lock = threading.RLock()
         self.tracker = ObjectTracker()
-        self.garbage: deque[Resource] = deque()  # fed by finalizers, drained by collect()
-        self.released = False
-        self._resources: dict[int, Resource] = {}
-        self._retiring: list[Resource] = []
         self._check_usable(physical)
         # Rebinding recordings through update-after-bind descriptors (a new binding table
         # rewrites an idle recording's descriptor sets instead of re-recording) is the default
@@ -62,21 +61,24 @@ class VulkanDevice(Device):
         self.push_descriptors = physical.push_descriptors and not self.update_after_bind
         self.handle = self._create_device(physical)
         try:
-            self.push_descriptor_set: Any = None
-            if self.push_descriptors:
-                self.push_descriptor_set = device_function(self.handle,
-                                                           "vkCmdPushDescriptorSetKHR")
-            self.queue = Queue(self)
+            push_descriptor_set = device_function(self.handle, "vkCmdPushDescriptorSetKHR") \
+                if self.push_descriptors else None
+            self.queue = Queue(self.handle, physical, self.tracker, self.lock)
             pool_info = vk.VkCommandPoolCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                 queueFamilyIndex=physical.queue_family)
-            self.command_pool = call(vk.vkCreateCommandPool, self.handle, pool_info, None)
+            command_pool = call(vk.vkCreateCommandPool, self.handle, pool_info, None)
             self.tracker.created("VkCommandPool")
-            self.descriptor_pools = DescriptorPoolCache(self)
-            self.pipeline_cache = PipelineCache(self)
-            self.transfer = HostTransfer(self)
-            allocator = VulkanAllocator(self, host_mapped=host_mapped)
+            self.context = DeviceContext(
+                handle=self.handle, physical=physical, log=self.log, tracker=self.tracker,
+                lock=self.lock, queue=self.queue, command_pool=command_pool,
+                update_after_bind=self.update_after_bind, push_descriptors=self.push_descriptors,
+                push_descriptor_set=push_descriptor_set)
+            self.descriptor_pools = DescriptorPoolCache(self.context)
+            self.pipeline_cache = PipelineCache(self.context)
+            self.transfer = HostTransfer(self.context)
+            allocator = VulkanAllocator(self.context, self.transfer, host_mapped=host_mapped)
         except BaseException:
             vk.vkDestroyDevice(self.handle, None)
             raise
@@ -119,55 +121,17 @@ class VulkanDevice(Device):
         return handle
 
     # -- bookkeeping ----------------------------------------------------------------------------
+    @property
+    def released(self) -> bool:
+        return self.context.released
+
     def check(self) -> None:
         """Entry point of every HAL call: raise validation messages, free finished resources."""
-        if self.released:
-            raise DeviceError(f"device '{self.info.name}' was released")
-        if self.log is not None:
-            self.log.raise_pending()
-        if self.garbage or self._retiring or self.queue.in_flight:
-            self.collect()
-
-    def adopt(self, resource: Resource) -> None:
-        with self.lock:
-            self._resources[id(resource)] = resource
-
-    def retire(self, resource: Resource) -> None:
-        """Destroy `resource` as soon as the last submission using it has completed."""
-        if self.released:
-            return
-        with self.lock:
-            if resource.idle(self.queue.poll()):
-                self._destroy(resource)
-            else:
-                self._retiring.append(resource)
+        self.context.check()
 
     def collect(self) -> None:
         """Destroy collected or released resources that no pending submission uses."""
-        if self.released:
-            return
-        with self.lock:
-            # Polling first drops finished submissions, whose references may be the last to
-            # the objects they used; their finalizers then feed the garbage queue below.
-            completed = self.queue.poll()
-            while self.garbage:
-                self._retiring.append(self.garbage.popleft())
-            if not self._retiring:
-                return
-            still = []
-            for resource in self._retiring:
-                if resource.idle(completed):
-                    self._destroy(resource)
-                else:
-                    still.append(resource)
-            self._retiring = still
-
-    def _destroy(self, resource: Resource) -> None:
-        if resource.destroyed:
-            return
-        resource.destroyed = True
-        self._resources.pop(id(resource), None)
-        resource.destroy_handles()
+        self.context.collect()
 
     def trim(self) -> None:
         """Destroy finished resources and free the memory and pools kept for reuse."""
@@ -190,18 +154,19 @@ class VulkanDevice(Device):
         if executable_format != EXECUTABLE_FORMAT:
             raise DeviceError(f"device '{self.info.name}' cannot load executable format "
                               f"'{executable_format}' (supported: {EXECUTABLE_FORMAT})")
-        return VulkanExecutable(self, data)
+        return VulkanExecutable(self.context, self.pipeline_cache, data)
 
     def create_command_buffer(self, binding_capacity: int = 0, *,
                               timestamps: bool = False) -> VulkanCommandBuffer:
         """`timestamps=True` times each dispatch (see VulkanCommandBuffer.dispatch_times)."""
         self.check()
-        return VulkanCommandBuffer(self, binding_capacity, timestamps)
+        return VulkanCommandBuffer(self.context, self.descriptor_pools,
+                                   self.transfer.staging_allocator, binding_capacity, timestamps)
 
     def create_semaphore(self, initial_value: int = 0) -> VulkanSemaphore:
         self.check()
         with self.lock:
-            return VulkanSemaphore(self, initial_value)
+            return VulkanSemaphore(self.context, initial_value)
 
     def queue_execute(self, wait: Fence, signal: Fence, command_buffers: list[CommandBuffer],
                       binding_tables: list[list[tuple[Buffer, int, int]]] | None = None) -> None:
@@ -223,7 +188,7 @@ class VulkanDevice(Device):
             used: list[Resource] = [s.resource for s, _ in waits + signals]
             try:
                 for i, cb in enumerate(command_buffers):
-                    if not isinstance(cb, VulkanCommandBuffer) or cb.device is not self:
+                    if not isinstance(cb, VulkanCommandBuffer) or cb.context is not self.context:
                         raise RuntimeFailure(f"queue_execute: command buffer {i} is not of "
                                              f"device '{self.info.name}'")
                     table = binding_tables[i] if binding_tables is not None else None
@@ -301,7 +266,7 @@ class VulkanDevice(Device):
         its range returns to the allocator when the GPU work using it has completed."""
         self.check()
         allocated = buffer.allocated_buffer
-        if not isinstance(allocated, VulkanBuffer) or allocated.device is not self:
+        if not isinstance(allocated, VulkanBuffer) or allocated.context is not self.context:
             error = RuntimeFailure(f"queue_dealloca: the buffer is not of device "
                                    f"'{self.info.name}'")
             signal.fail(error)
@@ -317,7 +282,8 @@ class VulkanDevice(Device):
     def _points(self, fence: Fence, what: str) -> list[tuple[VulkanSemaphore, int]]:
         points = []
         for semaphore, value in fence.points:
-            if not isinstance(semaphore, VulkanSemaphore) or semaphore.device is not self:
+            if not isinstance(semaphore, VulkanSemaphore) or \
+                    semaphore.context is not self.context:
                 raise RuntimeFailure(f"{what} fence holds a semaphore that is not of device "
                                      f"'{self.info.name}'")
             points.append((semaphore, int(value)))
@@ -334,7 +300,7 @@ class VulkanDevice(Device):
         # moment later. Poll briefly (no driver wait: these are microseconds) so an idle
         # queue leaves nothing retiring.
         deadline = time.monotonic() + min(1.0, ns / 1e9)
-        while done and any(getattr(r, "gpu_signal", 0) for r in self._retiring):
+        while done and self.context.awaits_signals():
             if time.monotonic() >= deadline:
                 break
             time.sleep(1e-4)
@@ -353,18 +319,12 @@ class VulkanDevice(Device):
                 self.queue.abandon_blocked()
                 call(vk.vkDeviceWaitIdle, self.handle)
             finally:
-                self.released = True
-                self.garbage.clear()
-                self._retiring.clear()
-                for resource in list(self._resources.values()):
-                    resource.destroyed = True
-                    resource.destroy_handles()
-                self._resources.clear()
+                self.context.release_resources()
                 self.transfer.destroy()
                 self.allocator.destroy()
                 self.descriptor_pools.destroy()
                 self.pipeline_cache.destroy()
-                vk.vkDestroyCommandPool(self.handle, self.command_pool, None)
+                vk.vkDestroyCommandPool(self.handle, self.context.command_pool, None)
                 self.tracker.destroyed("VkCommandPool")
                 self.queue.destroy()
                 vk.vkDestroyDevice(self.handle, None)

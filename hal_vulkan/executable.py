@@ -22,7 +22,8 @@ from hal_vulkan.resource import Resource, release_when_collected
 from hal_vulkan.status import call
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
+    from hal_vulkan.pipeline_cache import PipelineCache
 
 _COMPUTE = vk.VK_SHADER_STAGE_COMPUTE_BIT
 # Vulkan 1.2 core values the binding only has as unresolved aliases (None).
@@ -56,15 +57,15 @@ class EntryPoint:
 class ExecutableResource(Resource):
     kind = "executable"
 
-    def __init__(self, device: VulkanDevice) -> None:
+    def __init__(self, context: DeviceContext) -> None:
         super().__init__()
-        self.device = device
+        self.context = context
         self.pipelines: list[Any] = []
         self.pipeline_layouts: list[Any] = []
         self.set_layouts: list[Any] = []
 
     def destroy_handles(self) -> None:
-        handle, tracker = self.device.handle, self.device.tracker
+        handle, tracker = self.context.handle, self.context.tracker
         for p in self.pipelines:
             vk.vkDestroyPipeline(handle, p, None)
             tracker.destroyed("VkPipeline")
@@ -78,24 +79,27 @@ class ExecutableResource(Resource):
 
 
 class VulkanExecutable(Executable):
-    def __init__(self, device: VulkanDevice, data: bytes | memoryview) -> None:
+    """Pipelines are created through `pipeline_cache` (the device's), which is saved after."""
+
+    def __init__(self, context: DeviceContext, pipeline_cache: PipelineCache,
+                 data: bytes | memoryview) -> None:
         spec = parse_executable(data)
-        requirements.check(spec, device.info)
+        requirements.check(spec, context.info)
         self.spec = spec
-        self.device = device
+        self.context = context
         self.requirements = spec.requirements
-        self.resource = ExecutableResource(device)
-        with device.lock:
+        self.resource = ExecutableResource(context)
+        with context.lock:
             try:
-                self.entry_points = _build(device, spec, self.resource)
+                self.entry_points = _build(context, pipeline_cache, spec, self.resource)
             except BaseException:
                 self.resource.destroy_handles()
                 raise
-            device.adopt(self.resource)
-        self._finalizer = release_when_collected(self, self.resource, device.garbage)
+            context.adopt(self.resource)
+        self._finalizer = release_when_collected(self, self.resource, context.garbage)
         super().__init__([ExportInfo(e.name, len(e.bindings), e.push_constant_count,
                                      e.workgroup_size) for e in spec.entry_points])
-        device.pipeline_cache.save()
+        pipeline_cache.save()
 
     def entry_point(self, ordinal: int) -> EntryPoint:
         if not 0 <= ordinal < len(self.entry_points):
@@ -110,12 +114,12 @@ class VulkanExecutable(Executable):
     def release(self) -> None:
         """Destroy the pipelines once no submitted work uses them; idempotent."""
         if self._finalizer.detach() is not None:
-            self.device.retire(self.resource)
+            self.context.retire(self.resource)
 
 
-def _build(device: VulkanDevice, spec: ExecutableSpec,
+def _build(context: DeviceContext, pipeline_cache: PipelineCache, spec: ExecutableSpec,
            res: ExecutableResource) -> list[EntryPoint]:
-    handle, tracker = device.handle, device.tracker
+    handle, tracker = context.handle, context.tracker
     modules: list[Any] = []
     try:
         for code in spec.shader_modules:
@@ -123,16 +127,16 @@ def _build(device: VulkanDevice, spec: ExecutableSpec,
                                                codeSize=len(code), pCode=code)
             modules.append(call(vk.vkCreateShaderModule, handle, info, None))
             tracker.created("VkShaderModule")
-            device.check()  # the validation layer checks SPIR-V here
-        max_push = int(device.physical.limits.get("maxPushDescriptors", 0))
+            context.check()  # the validation layer checks SPIR-V here
+        max_push = int(context.physical.limits.get("maxPushDescriptors", 0))
         push_flags: list[bool] = []
         for entry in spec.entry_points:
-            push = device.push_descriptors and len(entry.bindings) <= max_push
+            push = context.push_descriptors and len(entry.bindings) <= max_push
             push_flags.append(push)
-            set_layout, pipeline_layout = _layouts(device, entry, push)
+            set_layout, pipeline_layout = _layouts(context, entry, push)
             res.set_layouts.append(set_layout)
             res.pipeline_layouts.append(pipeline_layout)
-        subgroup = requirements.subgroup_size_to_request(spec, device.info)
+        subgroup = requirements.subgroup_size_to_request(spec, context.info)
         stage_next = None
         if subgroup:
             stage_next = vk.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(
@@ -147,11 +151,11 @@ def _build(device: VulkanDevice, spec: ExecutableSpec,
             sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stages[i],
             layout=res.pipeline_layouts[i], basePipelineIndex=-1)
             for i in range(len(stages))]
-        pipelines = call(vk.vkCreateComputePipelines, handle, device.pipeline_cache.handle,
+        pipelines = call(vk.vkCreateComputePipelines, handle, pipeline_cache.handle,
                          len(infos), infos, None)
         res.pipelines = [pipelines[i] for i in range(len(infos))]
         tracker.created("VkPipeline", len(infos))
-        device.check()
+        context.check()
     finally:
         for module in modules:
             vk.vkDestroyShaderModule(handle, module, None)
@@ -171,8 +175,8 @@ def descriptor_type(texel: bool) -> int:
         vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 
 
-def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[Any, Any]:
-    handle, tracker = device.handle, device.tracker
+def _layouts(context: DeviceContext, entry: EntryPointSpec, push: bool) -> tuple[Any, Any]:
+    handle, tracker = context.handle, context.tracker
     bindings = [vk.VkDescriptorSetLayoutBinding(
         binding=b.binding, descriptorType=descriptor_type(b.texel),
         descriptorCount=b.descriptor_count, stageFlags=_COMPUTE) for b in entry.bindings]
@@ -180,7 +184,7 @@ def _layouts(device: VulkanDevice, entry: EntryPointSpec, push: bool) -> tuple[A
     binding_flags = None
     # Texel-buffer sets are written once per recording (update-after-bind of texel buffers
     # is a feature of its own, and their views belong to the recording).
-    if device.update_after_bind and not push and bindings and \
+    if context.update_after_bind and not push and bindings and \
             not any(b.texel for b in entry.bindings):
         flags = SET_LAYOUT_UPDATE_AFTER_BIND_POOL
         binding_flags = vk.VkDescriptorSetLayoutBindingFlagsCreateInfo(

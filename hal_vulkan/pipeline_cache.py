@@ -21,7 +21,7 @@ import vulkan as vk
 from hal_vulkan.status import call, check_result
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 MAGIC = b"IRTKVKPC"
 _HEADER = struct.Struct("<8sI32s")  # magic, payload length, sha256(payload)
@@ -54,9 +54,9 @@ def _unwrap(blob: bytes, pipeline_cache_uuid: bytes) -> bytes | None:
 
 
 class PipelineCache:
-    def __init__(self, device: VulkanDevice) -> None:
-        self.device = device
-        pd = device.physical
+    def __init__(self, context: DeviceContext) -> None:
+        self.context = context
+        pd = context.physical
         self.path = cache_dir() / (f"{pd.device_uuid.hex()}-{pd.vendor_id:04x}-"
                                    f"{pd.device_id:04x}-{pd.driver_version:08x}.bin")
         initial = self._load(pd.pipeline_cache_uuid)
@@ -75,8 +75,8 @@ class PipelineCache:
         info = vk.VkPipelineCacheCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
             initialDataSize=len(initial), pInitialData=keep)
-        handle = call(vk.vkCreatePipelineCache, self.device.handle, info, None)
-        self.device.tracker.created("VkPipelineCache")
+        handle = call(vk.vkCreatePipelineCache, self.context.handle, info, None)
+        self.context.tracker.created("VkPipelineCache")
         return handle
 
     def _load(self, uuid: bytes) -> bytes | None:
@@ -88,12 +88,12 @@ class PipelineCache:
 
     def data(self) -> bytes:
         size = vk.ffi.new("size_t*")
-        lib = vk.lib
+        lib, device = vk.lib, self.context.handle
         check_result("vkGetPipelineCacheData",
-                     lib.vkGetPipelineCacheData(self.device.handle, self.handle, size, vk.ffi.NULL))
+                     lib.vkGetPipelineCacheData(device, self.handle, size, vk.ffi.NULL))
         buf = vk.ffi.new("char[]", size[0])
         check_result("vkGetPipelineCacheData",
-                     lib.vkGetPipelineCacheData(self.device.handle, self.handle, size, buf))
+                     lib.vkGetPipelineCacheData(device, self.handle, size, buf))
         return bytes(vk.ffi.buffer(buf, size[0]))
 
     def save(self) -> None:
@@ -124,6 +124,6 @@ class PipelineCache:
         try:
             self.save()
         finally:
-            vk.vkDestroyPipelineCache(self.device.handle, self.handle, None)
-            self.device.tracker.destroyed("VkPipelineCache")
+            vk.vkDestroyPipelineCache(self.context.handle, self.handle, None)
+            self.context.tracker.destroyed("VkPipelineCache")
             self.handle = None

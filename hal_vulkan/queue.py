@@ -7,22 +7,37 @@ buffers, bindings and semaphores alive and lets a failure propagate to the work 
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import vulkan as vk
 
 from irtk.errors import DeviceError
 from hal_vulkan import fast
-from hal_vulkan.semaphore import create_timeline
 from hal_vulkan.status import call
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
-    from hal_vulkan.semaphore import VulkanSemaphore
+    from hal_vulkan.physical_device import PhysicalDevice
+    from hal_vulkan.tracker import ObjectTracker
 
-Points = list[tuple["VulkanSemaphore", int]]
+
+class Timeline(Protocol):
+    """What the queue needs of a HAL semaphore whose points it waits on or signals
+    (`semaphore.VulkanSemaphore`)."""
+
+    error: BaseException | None
+
+    @property
+    def handle(self) -> Any: ...
+
+    def payload(self) -> int: ...
+
+    def fail(self, error: BaseException) -> None: ...
+
+
+Points = list[tuple[Timeline, int]]
 
 
 @dataclass
@@ -34,10 +49,19 @@ class Submission:
 
 
 class Queue:
-    def __init__(self, device: VulkanDevice) -> None:
-        self.device = device
-        self.handle = vk.vkGetDeviceQueue(device.handle, device.physical.queue_family, 0)
-        self.timeline = create_timeline(device, 0)
+    """Made before the device's context (which holds it), from the parts of the device it
+    needs: the VkDevice, the physical device (queue family, limits, name), the tracker and
+    the device lock."""
+
+    def __init__(self, vk_device: Any, physical: PhysicalDevice, tracker: ObjectTracker,
+                 lock: threading.RLock) -> None:
+        self.vk_device = vk_device
+        self.physical = physical
+        self.tracker = tracker
+        self.lock = lock
+        self.handle = vk.vkGetDeviceQueue(vk_device, physical.queue_family, 0)
+        self.timeline = fast.create_timeline(vk_device, 0)
+        tracker.created("VkSemaphore")
         self.serial = 0  # last serial submitted
         self.completed = 0  # last serial known complete
         self.in_flight: deque[Submission] = deque()
@@ -45,7 +69,7 @@ class Queue:
     def poll(self) -> int:
         """The newest completed serial; forgets the submissions it covers."""
         if self.completed < self.serial:
-            self.completed = fast.counter_value(self.device.handle, self.timeline)
+            self.completed = fast.counter_value(self.vk_device, self.timeline)
             while self.in_flight and self.in_flight[0].serial <= self.completed:
                 self.in_flight.popleft()
         return self.completed
@@ -67,17 +91,15 @@ class Queue:
         """Block until the private timeline reaches `serial`; False on timeout."""
         if self.completed >= serial:
             return True
-        if not fast.SemaphoreWait([(self.timeline, serial)]).wait(self.device.handle,
-                                                                  timeout_ns):
+        if not fast.SemaphoreWait([(self.timeline, serial)]).wait(self.vk_device, timeout_ns):
             return False
         self.poll()
         return True
 
     # -- failure ------------------------------------------------------------------------------
-    def on_semaphore_failed(self, semaphore: VulkanSemaphore, error: BaseException) -> None:
+    def on_semaphore_failed(self, semaphore: Timeline, error: BaseException) -> None:
         """Fail everything downstream of `semaphore` and unblock whatever waits on it."""
-        device = self.device
-        with device.lock:
+        with self.lock:
             self.poll()
             pending = [sub for sub in self.in_flight]
             gpu_signals = any(s is semaphore for sub in pending for s, _ in sub.signals)
@@ -86,12 +108,12 @@ class Queue:
                           for sig in sub.signals]
             if not gpu_signals:
                 current = semaphore.payload()
-                limit = int(device.physical.limits.get("maxTimelineSemaphoreValueDifference",
-                                                       (1 << 31) - 1))
+                limit = int(self.physical.limits.get("maxTimelineSemaphoreValueDifference",
+                                                     (1 << 31) - 1))
                 target = max([current + 1] + waiting_values)
                 target = min(target + (1 << 32), current + limit)
                 if target > current:
-                    call(vk.vkSignalSemaphore, device.handle, vk.VkSemaphoreSignalInfo(
+                    call(vk.vkSignalSemaphore, self.vk_device, vk.VkSemaphoreSignalInfo(
                         sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
                         semaphore=semaphore.handle, value=target))
         for downstream_semaphore, _ in downstream:
@@ -105,10 +127,10 @@ class Queue:
         for sub in list(self.in_flight):
             for s, v in sub.waits:
                 if id(s) not in gpu_signalled and s.error is None and s.payload() < v:
-                    s.fail(DeviceError(f"device '{self.device.info.name}' was released while "
+                    s.fail(DeviceError(f"device '{self.physical.info.name}' was released while "
                                        "queued work waited on this semaphore"))
 
     def destroy(self) -> None:
-        vk.vkDestroySemaphore(self.device.handle, self.timeline, None)
-        self.device.tracker.destroyed("VkSemaphore")
+        vk.vkDestroySemaphore(self.vk_device, self.timeline, None)
+        self.tracker.destroyed("VkSemaphore")
         self.in_flight.clear()

@@ -16,7 +16,7 @@ import vulkan as vk
 from irtk.hal.deferred_command_buffer import (Barrier, ResolvedCommand, ResolvedCopy,
                                               ResolvedDispatch, ResolvedFill, ResolvedUpdate)
 from hal_vulkan import commands as cmds
-from hal_vulkan.descriptor_pool import DescriptorArena
+from hal_vulkan.descriptor_pool import DescriptorArena, DescriptorPoolCache
 from hal_vulkan.descriptors import (binding_ranges, create_texel_view, fill_descriptor_write,
                                     fill_texel_write)
 from hal_vulkan.resource import Resource
@@ -25,7 +25,7 @@ from hal_vulkan.timestamps import TimestampQueries
 
 if TYPE_CHECKING:
     from hal_vulkan.buffer import VulkanBuffer
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 _COMPUTE_STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 _WORK_STAGES = _COMPUTE_STAGE | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -39,9 +39,10 @@ class Recording(Resource):
 
     kind = "recording"
 
-    def __init__(self, device: VulkanDevice, key: tuple, timed_dispatches: int = -1) -> None:
+    def __init__(self, context: DeviceContext, descriptor_pools: DescriptorPoolCache, key: tuple,
+                 timed_dispatches: int = -1) -> None:
         super().__init__()
-        self.device = device
+        self.context = context
         self.key = key  # the table entries the recorded commands themselves depend on
         self.content: tuple = ()  # the table entries the descriptor sets hold now
         # (command index, descriptor set, binding numbers) of each dispatch with a set, so
@@ -53,16 +54,16 @@ class Recording(Resource):
         self.timestamps: TimestampQueries | None = None
         info = vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-            commandPool=device.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            commandPool=context.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
             commandBufferCount=1)
-        self.handle = call(vk.vkAllocateCommandBuffers, device.handle, info)[0]
-        device.tracker.created("VkCommandBuffer")
+        self.handle = call(vk.vkAllocateCommandBuffers, context.handle, info)[0]
+        context.tracker.created("VkCommandBuffer")
         # Pools are taken on first use, so push-descriptor recordings cost nothing here; an
         # entry point with more bindings than maxPushDescriptors still needs sets.
-        self.arena = DescriptorArena(device.descriptor_pools)
+        self.arena = DescriptorArena(descriptor_pools)
         if timed_dispatches >= 0:
             try:
-                self.timestamps = TimestampQueries(device, timed_dispatches)
+                self.timestamps = TimestampQueries(context, timed_dispatches)
             except BaseException:
                 self.destroy_handles()
                 raise
@@ -92,23 +93,23 @@ class Recording(Resource):
                 assert isinstance(d, ResolvedDispatch)
                 for number, resolved in zip(numbers, d.bindings):
                     what = f"dispatch '{d.command.name}' (command {index}) binding {number}"
-                    fill_descriptor_write(self.device, infos, writes, i, dst_set, number,
+                    fill_descriptor_write(self.context, infos, writes, i, dst_set, number,
                                           resolved, what)
                     i += 1
-            vk.lib.vkUpdateDescriptorSets(self.device.handle, count, writes, 0, vk.ffi.NULL)
+            vk.lib.vkUpdateDescriptorSets(self.context.handle, count, writes, 0, vk.ffi.NULL)
             del infos
         self.content = content
 
     def buffer_view(self, buffer: Any, offset: int, size: int) -> Any:
         """A new texel view of `size` bytes at `offset`, owned by this recording."""
-        view = create_texel_view(self.device, buffer, offset, size)
+        view = create_texel_view(self.context, buffer, offset, size)
         self.views.append(view)
         return view
 
     def _destroy_views(self) -> None:
         for view in self.views:
-            vk.lib.vkDestroyBufferView(self.device.handle, view, vk.ffi.NULL)
-            self.device.tracker.destroyed("VkBufferView")
+            vk.lib.vkDestroyBufferView(self.context.handle, view, vk.ffi.NULL)
+            self.context.tracker.destroyed("VkBufferView")
         self.views = []
 
     def destroy_handles(self) -> None:
@@ -116,8 +117,8 @@ class Recording(Resource):
         self._destroy_views()
         if self.timestamps is not None:
             self.timestamps.destroy()
-        vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [self.handle])
-        self.device.tracker.destroyed("VkCommandBuffer")
+        vk.vkFreeCommandBuffers(self.context.handle, self.context.command_pool, 1, [self.handle])
+        self.context.tracker.destroyed("VkCommandBuffer")
 
 
 _BARRIERS: dict[tuple[int, int], Any] = {}
@@ -151,9 +152,9 @@ _BEGIN_INFO.flags = vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
 class Recorder:
     """Writes one resolved command list (`DeferredCommandBuffer.resolve`) into one recording."""
 
-    def __init__(self, device: VulkanDevice, recording: Recording,
+    def __init__(self, context: DeviceContext, recording: Recording,
                  staging: Callable[[int, bytes], VulkanBuffer]) -> None:
-        self.device = device
+        self.context = context
         self.recording = recording
         self.cb = recording.handle
         self.staging = staging  # (command index, bytes) -> the command's staging buffer
@@ -200,17 +201,17 @@ class Recorder:
             for i, (number, resolved) in enumerate(zip(ep.binding_numbers, d.bindings)):
                 what = f"dispatch '{ep.name}' (command {index}) binding {number}"
                 if number in ep.texel_bindings:
-                    ranges = binding_ranges(self.device, ep, number, resolved, what)
-                    view = fill_texel_write(self.device, self.recording, views, view, writes, i,
-                                            target, number, ranges, resolved)
+                    ranges = binding_ranges(self.context, ep, number, resolved, what)
+                    view = fill_texel_write(self.context, self.recording, views, view, writes,
+                                            i, target, number, ranges, resolved)
                 else:
-                    fill_descriptor_write(self.device, infos, writes, i, target, number,
+                    fill_descriptor_write(self.context, infos, writes, i, target, number,
                                           resolved, what)
             if ep.push_descriptors:
-                self.device.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                                                ep.pipeline_layout, 0, count, writes)
+                self.context.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                                 ep.pipeline_layout, 0, count, writes)
             else:
-                vk.lib.vkUpdateDescriptorSets(self.device.handle, count, writes, 0,
+                vk.lib.vkUpdateDescriptorSets(self.context.handle, count, writes, 0,
                                               vk.ffi.NULL)
                 sets = vk.ffi.new("VkDescriptorSet[1]", [dst_set])
                 vk.lib.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,

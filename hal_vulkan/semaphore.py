@@ -22,7 +22,7 @@ from hal_vulkan.resource import Resource, release_when_collected
 from hal_vulkan.status import call
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 WAIT_SLICE_S = 0.05  # how soon a host waiter notices a failure the GPU cannot deliver
 
@@ -30,10 +30,11 @@ WAIT_SLICE_S = 0.05  # how soon a host waiter notices a failure the GPU cannot d
 class SemaphoreResource(Resource):
     kind = "semaphore"
 
-    def __init__(self, device: VulkanDevice, initial_value: int) -> None:
+    def __init__(self, context: DeviceContext, initial_value: int) -> None:
         super().__init__()
-        self.device = device
-        self.handle = create_timeline(device, initial_value)
+        self.context = context
+        self.handle = fast.create_timeline(context.handle, initial_value)
+        context.tracker.created("VkSemaphore")
         self.gpu_signal = 0  # the highest value a submission signals it to
 
     def idle(self, completed: int) -> bool:
@@ -46,34 +47,28 @@ class SemaphoreResource(Resource):
         if not self.gpu_signal:
             return True
         try:
-            value = fast.counter_value(self.device.handle, self.handle)
+            value = fast.counter_value(self.context.handle, self.handle)
         except DeviceError:
             return False  # a lost device: destroyed with the device
         return value >= self.gpu_signal
 
     def destroy_handles(self) -> None:
-        vk.vkDestroySemaphore(self.device.handle, self.handle, None)
-        self.device.tracker.destroyed("VkSemaphore")
-
-
-def create_timeline(device: VulkanDevice, initial_value: int) -> Any:
-    handle = fast.create_timeline(device.handle, initial_value)
-    device.tracker.created("VkSemaphore")
-    return handle
+        vk.vkDestroySemaphore(self.context.handle, self.handle, None)
+        self.context.tracker.destroyed("VkSemaphore")
 
 
 class VulkanSemaphore(Semaphore):
-    def __init__(self, device: VulkanDevice, initial_value: int = 0) -> None:
-        self.device = device
-        self.resource = SemaphoreResource(device, initial_value)
-        device.adopt(self.resource)
-        self._finalizer = release_when_collected(self, self.resource, device.garbage)
+    def __init__(self, context: DeviceContext, initial_value: int = 0) -> None:
+        self.context = context
+        self.resource = SemaphoreResource(context, initial_value)
+        context.adopt(self.resource)
+        self._finalizer = release_when_collected(self, self.resource, context.garbage)
         self.error: BaseException | None = None
         self._fail_lock = threading.Lock()
 
     @property
     def handle(self) -> Any:
-        if not self._finalizer.alive or self.device.released:
+        if not self._finalizer.alive or self.context.released:
             raise DeviceError("semaphore was released")
         return self.resource.handle
 
@@ -86,17 +81,17 @@ class VulkanSemaphore(Semaphore):
 
     def payload(self) -> int:
         """The Vulkan counter value, ignoring failure."""
-        return fast.counter_value(self.device.handle, self.handle)
+        return fast.counter_value(self.context.handle, self.handle)
 
     def query(self) -> int:
-        self.device.check()
+        self.context.check()
         if self.error is not None:
             self._raise_failure()
         return self.payload()
 
     def signal(self, value: int) -> None:
         """Host signal; signalling the current value again is a no-op, a lower one an error."""
-        self.device.check()
+        self.context.check()
         if self.error is not None:
             return  # the failure already reached every waiter; nothing to advance
         current = self.payload()
@@ -105,14 +100,14 @@ class VulkanSemaphore(Semaphore):
                 f"semaphore payload can only increase: it is {current}, signalled {value}")
         if value == current:
             return
-        call(vk.vkSignalSemaphore, self.device.handle, vk.VkSemaphoreSignalInfo(
+        call(vk.vkSignalSemaphore, self.context.handle, vk.VkSemaphoreSignalInfo(
             sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, semaphore=self.handle, value=value))
-        self.device.check()
+        self.context.check()
 
     def wait(self, value: int, timeout: float | None = None) -> bool:
         """Block until the payload reaches `value` (timeout in seconds, None: forever)."""
-        device = self.device
-        device.check()
+        context = self.context
+        context.check()
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         waiter = fast.SemaphoreWait([(self.handle, value)])
         while True:
@@ -121,7 +116,7 @@ class VulkanSemaphore(Semaphore):
             remaining = WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
             slice_ns = int(max(0.0, min(remaining, WAIT_SLICE_S)) * 1e9)
             try:
-                reached = waiter.wait(device.handle, slice_ns)
+                reached = waiter.wait(context.handle, slice_ns)
             except DeviceCallError as error:
                 self.fail(error)
                 raise error from None
@@ -130,12 +125,12 @@ class VulkanSemaphore(Semaphore):
             if deadline is not None and time.monotonic() >= deadline:
                 if self.error is not None:
                     self._raise_failure()
-                device.check()
+                context.check()
                 return False
         if self.error is not None:
             self._raise_failure()
-        device.collect()
-        device.check()
+        context.collect()
+        context.check()
         return True
 
     def fail(self, error: BaseException) -> None:
@@ -144,13 +139,13 @@ class VulkanSemaphore(Semaphore):
             if self.error is not None:
                 return
             self.error = error
-        if not self.device.released and self._finalizer.alive:
-            self.device.queue.on_semaphore_failed(self, error)
+        if not self.context.released and self._finalizer.alive:
+            self.context.queue.on_semaphore_failed(self, error)
 
     def release(self) -> None:
         """Destroy the Vulkan semaphore once no submission uses it; idempotent."""
         if self._finalizer.detach() is not None:
-            self.device.retire(self.resource)
+            self.context.retire(self.resource)
 
     def __repr__(self) -> str:
         state = f"failed: {self.error}" if self.error is not None else "ok"

@@ -14,11 +14,11 @@ from irtk.errors import DeviceError
 from hal_vulkan.status import call
 
 if TYPE_CHECKING:
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 
-def supported(device: VulkanDevice) -> bool:
-    limits = device.physical.limits
+def supported(context: DeviceContext) -> bool:
+    limits = context.physical.limits
     return int(limits.get("timestampValidBits", 0)) > 0 and \
         float(limits.get("timestampPeriod", 0.0)) > 0.0
 
@@ -26,19 +26,19 @@ def supported(device: VulkanDevice) -> bool:
 class TimestampQueries:
     """A query pool with a begin and an end timestamp for each of `dispatch_count` dispatches."""
 
-    def __init__(self, device: VulkanDevice, dispatch_count: int) -> None:
-        if not supported(device):
-            raise DeviceError(f"device '{device.info.name}' has no timestamp queries on its "
+    def __init__(self, context: DeviceContext, dispatch_count: int) -> None:
+        if not supported(context):
+            raise DeviceError(f"device '{context.info.name}' has no timestamp queries on its "
                               "compute queue")
-        self.device = device
+        self.context = context
         self.count = 2 * max(1, dispatch_count)
-        self.pool = call(vk.vkCreateQueryPool, device.handle, vk.VkQueryPoolCreateInfo(
+        self.pool = call(vk.vkCreateQueryPool, context.handle, vk.VkQueryPoolCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
             queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=self.count), None)
-        device.tracker.created("VkQueryPool")
-        bits = int(device.physical.limits["timestampValidBits"])
+        context.tracker.created("VkQueryPool")
+        bits = int(context.physical.limits["timestampValidBits"])
         self._mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
-        self._period_s = float(device.physical.limits["timestampPeriod"]) * 1e-9
+        self._period_s = float(context.physical.limits["timestampPeriod"]) * 1e-9
 
     def reset(self, cb: Any) -> None:
         vk.vkCmdResetQueryPool(cb, self.pool, 0, self.count)
@@ -56,11 +56,11 @@ class TimestampQueries:
         if not n:
             return []
         data = vk.ffi.new("uint64_t[]", n)
-        call(vk.vkGetQueryPoolResults, self.device.handle, self.pool, 0, n, 8 * n, data, 8,
+        call(vk.vkGetQueryPoolResults, self.context.handle, self.pool, 0, n, 8 * n, data, 8,
              vk.VK_QUERY_RESULT_64_BIT)
         return [((data[2 * i + 1] - data[2 * i]) & self._mask) * self._period_s
                 for i in range(dispatch_count)]
 
     def destroy(self) -> None:
-        vk.vkDestroyQueryPool(self.device.handle, self.pool, None)
-        self.device.tracker.destroyed("VkQueryPool")
+        vk.vkDestroyQueryPool(self.context.handle, self.pool, None)
+        self.context.tracker.destroyed("VkQueryPool")

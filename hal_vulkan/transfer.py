@@ -15,18 +15,21 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import vulkan as vk
 
+from hal_vulkan.allocator import VulkanAllocator
 from hal_vulkan.recorder import execution_barrier
 from hal_vulkan.status import call
 
 if TYPE_CHECKING:
-    from hal_vulkan.allocator import VulkanAllocator
     from hal_vulkan.buffer import VulkanBuffer
-    from hal_vulkan.device import VulkanDevice
+    from hal_vulkan.context import DeviceContext
 
 
 class HostTransfer:
-    def __init__(self, device: VulkanDevice) -> None:
-        self.device = device
+    """The device's staging: host-mapped buffers, and the copies that reach unmapped memory
+    (`buffer.StagedCopies`)."""
+
+    def __init__(self, context: DeviceContext) -> None:
+        self.context = context
         self._allocator: VulkanAllocator | None = None
 
     def staging_allocator(self) -> VulkanAllocator:
@@ -36,14 +39,12 @@ class HostTransfer:
 
     def _staging(self) -> VulkanAllocator:
         if self._allocator is None:
-            from hal_vulkan.allocator import VulkanAllocator
-
-            self._allocator = VulkanAllocator(self.device, host_mapped=True,
+            self._allocator = VulkanAllocator(self.context, self, host_mapped=True,
                                               block_size=4 << 20)
         return self._allocator
 
     def upload(self, buffer: VulkanBuffer, offset: int, data: bytes) -> None:
-        with self.device.lock:
+        with self.context.lock:
             tmp = self._staging().allocate_with_data(data)
         try:
             self._run(lambda cb: _copy(cb, tmp, 0, buffer, offset, len(data)))
@@ -53,7 +54,7 @@ class HostTransfer:
     def download(self, buffer: VulkanBuffer, offset: int, length: int) -> bytes:
         if not length:
             return b""
-        with self.device.lock:
+        with self.context.lock:
             tmp = self._staging().allocate(length)
         try:
             self._run(lambda cb: _copy(cb, buffer, offset, tmp, 0, length))
@@ -64,13 +65,13 @@ class HostTransfer:
     def _run(self, body: Callable[[Any], None]) -> None:
         """Record, submit and wait for a one-off copy; the wait happens outside the device
         lock so other threads can keep signalling and submitting meanwhile."""
-        device = self.device
-        with device.lock:
-            cb = call(vk.vkAllocateCommandBuffers, device.handle, vk.VkCommandBufferAllocateInfo(
+        context = self.context
+        with context.lock:
+            cb = call(vk.vkAllocateCommandBuffers, context.handle, vk.VkCommandBufferAllocateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                commandPool=device.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                commandPool=context.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                 commandBufferCount=1))[0]
-            device.tracker.created("VkCommandBuffer")
+            context.tracker.created("VkCommandBuffer")
             serial = 0
             try:
                 call(vk.vkBeginCommandBuffer, cb, vk.VkCommandBufferBeginInfo(
@@ -85,20 +86,20 @@ class HostTransfer:
                                         vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [barrier], 0,
                                         None, 0, None)
                 call(vk.vkEndCommandBuffer, cb)
-                serial = device.queue.submit([], [], [cb], [])
+                serial = context.queue.submit([], [], [cb], [])
             finally:
                 if not serial:
                     self._free(cb)
         try:
-            device.queue.wait_serial(serial, 1 << 62)
+            context.queue.wait_serial(serial, 1 << 62)
         finally:
-            with device.lock:
-                if device.queue.poll() >= serial:
+            with context.lock:
+                if context.queue.poll() >= serial:
                     self._free(cb)
 
     def _free(self, cb: Any) -> None:
-        vk.vkFreeCommandBuffers(self.device.handle, self.device.command_pool, 1, [cb])
-        self.device.tracker.destroyed("VkCommandBuffer")
+        vk.vkFreeCommandBuffers(self.context.handle, self.context.command_pool, 1, [cb])
+        self.context.tracker.destroyed("VkCommandBuffer")
 
     def trim(self) -> None:
         if self._allocator is not None:

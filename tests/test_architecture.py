@@ -30,7 +30,9 @@ ALLOWED: dict[str, set[str]] = {
     "irtk.runtime": {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules"},
     "hal_cpu": {"irtk.errors", "irtk.hal", "schemas"},
     "hal_vulkan": {"irtk.errors", "irtk.hal", "schemas"},
-    "irtk.compiler": {"irtk.errors", "irtk.hal", "irtk.vm", "schemas", "spirv"},
+    # irtk.modules: the ref type names of the `types` table come from the modules that register
+    # them (docs/architecture.md).
+    "irtk.compiler": {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules", "schemas", "spirv"},
     "irtk.dump": {"irtk.errors", "irtk.vm", "schemas", "spirv"},
     "irtk.check_runner": _RUNTIME | {"irtk.runtime"},
     "irtk.cli": _RUNTIME | {"irtk.runtime", "irtk.compiler", "irtk.check_runner", "irtk.dump"},
@@ -39,22 +41,13 @@ ALLOWED: dict[str, set[str]] = {
 
 # Imports that break the rules above today, each to be removed (issue: "one fact, one place").
 # An entry that no longer occurs fails the test, so the list only shrinks.
-KNOWN_VIOLATIONS: set[tuple[str, str]] = {
-    ("irtk.vm.refs", "irtk.hal"),
-    ("irtk.vm.docgen", "irtk.modules.hal"),
-}
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 # Import cycles that exist today, each as its sorted module names; same rule.
 KNOWN_CYCLES: set[tuple[str, ...]] = {
     ("irtk.compiler.host", "irtk.compiler.vm_codegen"),
     ("irtk.compiler.frontend.cfg", "irtk.compiler.frontend.importer",
      "irtk.compiler.frontend.named_ops", "irtk.compiler.frontend.parser",
      "irtk.compiler.frontend.tensor_ops", "irtk.compiler.frontend.verifier"),
-    ("hal_vulkan.allocator", "hal_vulkan.buffer", "hal_vulkan.command_buffer",
-     "hal_vulkan.descriptor_pool", "hal_vulkan.descriptors", "hal_vulkan.device",
-     "hal_vulkan.executable", "hal_vulkan.pipeline_cache", "hal_vulkan.queue",
-     "hal_vulkan.recorder", "hal_vulkan.semaphore", "hal_vulkan.timestamps",
-     "hal_vulkan.transfer"),
-    ("hal_cpu.kernel", "hal_cpu.plans"),
 }
 
 

@@ -19,15 +19,19 @@ from irtk.compiler.host import FunctionGen, cconv, element_type_code
 from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal import numerics
+from irtk.modules import hal_types
 from irtk.types import SCALAR_TYPES
+from irtk.vm.refs import VM_BUFFER
 from irtk.vm.writer import FunctionBuilder, Label, ModuleWriter, Reg
 
 DENSE_ROW_MAJOR = 1
 FAILED_PRECONDITION = 9   # IREE's status code for "the device cannot run this module"
 UNIMPLEMENTED = 12        # a function the compiler could not lower
 
-REF_TYPES = ("!vm.buffer", "!hal.device", "!hal.allocator", "!hal.buffer", "!hal.buffer_view",
-             "!hal.command_buffer", "!hal.executable", "!hal.fence")
+# The ref types the host code handles, as the module's `types` table lists them (the order is
+# part of the module's bytes); their names come from the VM and the `hal` module that register them.
+REF_TYPES = (VM_BUFFER, hal_types.DEVICE, hal_types.ALLOCATOR, hal_types.BUFFER,
+             hal_types.BUFFER_VIEW, hal_types.COMMAND_BUFFER, hal_types.EXECUTABLE, hal_types.FENCE)
 
 # The hal imports this codegen uses, with their calling conventions (irtk/modules/hal.py).
 HAL_IMPORTS = {
@@ -88,7 +92,7 @@ class ModuleGen:
             self.import_(n)
         self.w.add_requirement("i64")  # sizes and shapes are 64-bit
         for t in REF_TYPES:
-            self.w.add_type(t)
+            self.w.add_type(t.name)
         self.strings: dict[str, int] = {}
         self.blobs: dict[bytes, int] = {}
         self.g_device = self.w.add_global("ref")

@@ -22,9 +22,10 @@ import numpy as np
 from irtk import hal
 from irtk.hal import numerics
 from irtk.errors import RuntimeFailure
+from irtk.modules import hal_types
 from irtk.types import scalar_type
 from irtk.vm.native_module import NativeFunction, NativeModule
-from irtk.vm.refs import ref_type_name
+from irtk.vm.ref_types import ref_type_name
 
 F = NativeFunction
 
@@ -148,15 +149,15 @@ def format_tolerance(value: float) -> str:
 # -- the module ---------------------------------------------------------------------------------
 
 def _view(value: Any, function: str, what: str) -> hal.BufferView:
-    if not isinstance(value, hal.BufferView):
-        raise RuntimeFailure(f"check.{function}: {what} must be a !hal.buffer_view, "
+    if not isinstance(value, hal_types.BUFFER_VIEW.classes):
+        raise RuntimeFailure(f"check.{function}: {what} must be a {hal_types.BUFFER_VIEW.name}, "
                              f"got {ref_type_name(value)}")
     return value
 
 
 def _device(value: Any, function: str) -> None:
-    if value is not None and not isinstance(value, hal.Device):
-        raise RuntimeFailure(f"check.{function}: device must be a !hal.device, "
+    if value is not None and not isinstance(value, hal_types.DEVICE.classes):
+        raise RuntimeFailure(f"check.{function}: device must be a {hal_types.DEVICE.name}, "
                              f"got {ref_type_name(value)}")
 
 

@@ -14,8 +14,10 @@ from typing import Any
 from irtk import hal
 from irtk.errors import InputError, RuntimeFailure
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
+from irtk.modules import hal_types
 from irtk.vm.native_module import NativeFunction, NativeModule
-from irtk.vm.refs import VMBuffer, ref_type_name
+from irtk.vm.ref_types import RefType, ref_type_name
+from irtk.vm.refs import VM_BUFFER, VMBuffer
 
 F = NativeFunction
 
@@ -35,15 +37,18 @@ def format_tensor_type(shape: list[int] | tuple[int, ...], element_type: int) ->
     return "x".join([str(d) for d in shape] + [element_type_name(element_type)])
 
 
-def _check(value: Any, cls: type, function: str, what: str, type_name: str) -> Any:
-    if not isinstance(value, cls):
-        raise RuntimeFailure(f"hal.{function}: {what} must be a {type_name}, "
+def _check(value: Any, ref_type: RefType, function: str, what: str, noun: str = "") -> Any:
+    """`value` if it carries `ref_type`, else a RuntimeFailure naming the import, the argument,
+    the type expected (`noun` after it, e.g. "string") and the one it got."""
+    if not isinstance(value, ref_type.classes):
+        expected = f"{ref_type.name} {noun}" if noun else ref_type.name
+        raise RuntimeFailure(f"hal.{function}: {what} must be a {expected}, "
                              f"got {ref_type_name(value)}")
     return value
 
 
 def _text(value: Any, function: str, what: str) -> str:
-    buf = _check(value, VMBuffer, function, what, "!vm.buffer string")
+    buf = _check(value, VM_BUFFER, function, what, "string")
     try:
         return buf.tobytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -53,7 +58,7 @@ def _text(value: Any, function: str, what: str) -> str:
 def _fence_or_empty(value: Any, function: str, what: str) -> hal.Fence:
     if value is None:
         return hal.Fence()
-    return _check(value, hal.Fence, function, what, "!hal.fence")
+    return _check(value, hal_types.FENCE, function, what)
 
 
 def _range(function: str, what: str, offset: int, length: int, size: int) -> None:
@@ -73,6 +78,7 @@ class HalModule(NativeModule):
     """`hal.*` imports for modules loaded on `device`."""
 
     name = "hal"
+    REF_TYPES = hal_types.HAL_TYPES
     EXPORTS = (
         F("allocator.allocate", "0riiI_r"),
         F("allocator.allocate.initialized", "0rIiirII_r"),
@@ -117,10 +123,10 @@ class HalModule(NativeModule):
         return self.device
 
     def device_allocator(self, device: Any) -> hal.Allocator:
-        return _check(device, hal.Device, "device.allocator", "device", "!hal.device").allocator
+        return _check(device, hal_types.DEVICE, "device.allocator", "device").allocator
 
     def device_name(self, device: Any) -> VMBuffer:
-        dev = _check(device, hal.Device, "device.name", "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, "device.name", "device")
         return VMBuffer.from_text(dev.info.name)
 
     def device_query_i64(self, device: Any, category: Any, key: Any) -> tuple[int, int]:
@@ -129,7 +135,7 @@ class HalModule(NativeModule):
         "hal.executable.format" / a format name: 1 if the device runs it.
         "hal.device.id" / a glob such as "vulkan*": 1 if the driver name matches.
         """
-        dev = _check(device, hal.Device, "device.query.i64", "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, "device.query.i64", "device")
         category_text = _text(category, "device.query.i64", "category")
         key_text = _text(key, "device.query.i64", "key")
         if category_text == "hal.executable.format":
@@ -141,7 +147,7 @@ class HalModule(NativeModule):
     def device_queue_alloca(self, device: Any, affinity: int, wait: Any, signal: Any,
                             pool: int, memory_types: int, usage: int, size: int) -> hal.Buffer:
         fn = "device.queue.alloca"
-        dev = _check(device, hal.Device, fn, "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, fn, "device")
         if size < 0:
             raise RuntimeFailure(f"hal.{fn}: negative size {size}")
         return dev.queue_alloca(_fence_or_empty(wait, fn, "wait fence"),
@@ -150,16 +156,16 @@ class HalModule(NativeModule):
     def device_queue_dealloca(self, device: Any, affinity: int, wait: Any, signal: Any,
                               buffer: Any) -> None:
         fn = "device.queue.dealloca"
-        dev = _check(device, hal.Device, fn, "device", "!hal.device")
-        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        dev = _check(device, hal_types.DEVICE, fn, "device")
+        buf = _check(buffer, hal_types.BUFFER, fn, "buffer")
         dev.queue_dealloca(_fence_or_empty(wait, fn, "wait fence"),
                            _fence_or_empty(signal, fn, "signal fence"), buf)
 
     def device_queue_execute(self, device: Any, affinity: int, wait: Any, signal: Any,
                              command_buffers: list[Any]) -> None:
         fn = "device.queue.execute"
-        dev = _check(device, hal.Device, fn, "device", "!hal.device")
-        cmds = [_check(c, hal.CommandBuffer, fn, f"command buffer {i}", "!hal.command_buffer")
+        dev = _check(device, hal_types.DEVICE, fn, "device")
+        cmds = [_check(c, hal_types.COMMAND_BUFFER, fn, f"command buffer {i}")
                 for i, c in enumerate(command_buffers)]
         dev.queue_execute(_fence_or_empty(wait, fn, "wait fence"),
                           _fence_or_empty(signal, fn, "signal fence"), cmds)
@@ -170,13 +176,12 @@ class HalModule(NativeModule):
         """Run one reusable command buffer with `bindings` as its binding table (slot i is
         tuple i; a null buffer leaves the slot empty, an error only if a command uses it)."""
         fn = "device.queue.execute.indirect"
-        dev = _check(device, hal.Device, fn, "device", "!hal.device")
-        cmd = _check(command_buffer, hal.CommandBuffer, fn, "command buffer",
-                     "!hal.command_buffer")
+        dev = _check(device, hal_types.DEVICE, fn, "device")
+        cmd = _check(command_buffer, hal_types.COMMAND_BUFFER, fn, "command buffer")
         table: list[tuple[hal.Buffer | None, int, int]] = []
         for i, (buffer, offset, length) in enumerate(bindings):
             if buffer is not None:
-                buf = _check(buffer, hal.Buffer, fn, f"binding {i}", "!hal.buffer")
+                buf = _check(buffer, hal_types.BUFFER, fn, f"binding {i}")
                 if offset < 0 or (length >= 0 and offset + length > buf.size) or \
                         offset > buf.size:
                     raise RuntimeFailure(f"hal.{fn}: binding {i} range [{offset}, "
@@ -196,7 +201,7 @@ class HalModule(NativeModule):
     def allocator_allocate(self, allocator: Any, memory_types: int, usage: int,
                            size: int) -> hal.Buffer:
         fn = "allocator.allocate"
-        alloc = _check(allocator, hal.Allocator, fn, "allocator", "!hal.allocator")
+        alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
         if size < 0:
             raise RuntimeFailure(f"hal.{fn}: negative size {size}")
         flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
@@ -207,19 +212,19 @@ class HalModule(NativeModule):
                                        length: int) -> hal.Buffer:
         """A new buffer holding a copy of `length` bytes of `source` from `source_offset`."""
         fn = "allocator.allocate.initialized"
-        alloc = _check(allocator, hal.Allocator, fn, "allocator", "!hal.allocator")
-        src = _check(source, VMBuffer, fn, "source", "!vm.buffer")
+        alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
+        src = _check(source, VM_BUFFER, fn, "source")
         _range(fn, "source", source_offset, length, len(src))
         flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
         return alloc.allocate_with_data(src.data[source_offset:source_offset + length], flags)
 
     def buffer_length(self, buffer: Any) -> int:
-        return _check(buffer, hal.Buffer, "buffer.length", "buffer", "!hal.buffer").size
+        return _check(buffer, hal_types.BUFFER, "buffer.length", "buffer").size
 
     def buffer_load(self, buffer: Any, offset: int, length: int) -> int:
         """`length` (1, 2 or 4) bytes at `offset`, little endian, zero-extended to i32."""
         fn = "buffer.load"
-        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        buf = _check(buffer, hal_types.BUFFER, fn, "buffer")
         _access_length(fn, length)
         _range(fn, "buffer", offset, length, buf.size)
         value = int.from_bytes(buf.read(offset, length), "little")
@@ -228,14 +233,14 @@ class HalModule(NativeModule):
     def buffer_store(self, value: int, buffer: Any, offset: int, length: int) -> None:
         """The low `length` (1, 2 or 4) bytes of `value` at `offset`, little endian."""
         fn = "buffer.store"
-        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        buf = _check(buffer, hal_types.BUFFER, fn, "buffer")
         _access_length(fn, length)
         _range(fn, "buffer", offset, length, buf.size)
         buf.write((value & ((1 << (8 * length)) - 1)).to_bytes(length, "little"), offset)
 
     def buffer_subspan(self, buffer: Any, offset: int, length: int) -> hal.Buffer:
         fn = "buffer.subspan"
-        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        buf = _check(buffer, hal_types.BUFFER, fn, "buffer")
         _range(fn, "buffer", offset, length, buf.size)
         return buf.subspan(offset, length)
 
@@ -244,7 +249,7 @@ class HalModule(NativeModule):
     def buffer_view_create(self, buffer: Any, byte_offset: int, byte_length: int,
                            element_type: int, encoding: int, dims: list[int]) -> hal.BufferView:
         fn = "buffer_view.create"
-        buf = _check(buffer, hal.Buffer, fn, "buffer", "!hal.buffer")
+        buf = _check(buffer, hal_types.BUFFER, fn, "buffer")
         try:
             et = hal.ElementType(element_type & 0xFFFFFFFF)
         except ValueError:
@@ -272,34 +277,32 @@ class HalModule(NativeModule):
             raise InputError(f"{text}: expected {expected}, got {got}")
 
     def buffer_view_buffer(self, view: Any) -> hal.Buffer:
-        return _check(view, hal.BufferView, "buffer_view.buffer", "buffer view",
-                      "!hal.buffer_view").buffer
+        return _check(view, hal_types.BUFFER_VIEW, "buffer_view.buffer", "buffer view").buffer
 
     def buffer_view_byte_length(self, view: Any) -> int:
-        return _check(view, hal.BufferView, "buffer_view.byte_length", "buffer view",
-                      "!hal.buffer_view").byte_length
+        return _check(view, hal_types.BUFFER_VIEW, "buffer_view.byte_length",
+                      "buffer view").byte_length
 
     def buffer_view_dim(self, view: Any, axis: int) -> int:
         fn = "buffer_view.dim"
-        v = _check(view, hal.BufferView, fn, "buffer view", "!hal.buffer_view")
+        v = _check(view, hal_types.BUFFER_VIEW, fn, "buffer view")
         if not 0 <= axis < len(v.shape):
             raise RuntimeFailure(f"hal.{fn}: axis {axis} is out of range for a "
                                  f"{v.format_shape()} view of rank {len(v.shape)}")
         return v.shape[axis]
 
     def buffer_view_element_type(self, view: Any) -> int:
-        et = _check(view, hal.BufferView, "buffer_view.element_type", "buffer view",
-                    "!hal.buffer_view").element_type
+        et = _check(view, hal_types.BUFFER_VIEW, "buffer_view.element_type",
+                    "buffer view").element_type
         code = int(et)
         return code - (1 << 32) if code >= 1 << 31 else code
 
     def buffer_view_encoding_type(self, view: Any) -> int:
-        return _check(view, hal.BufferView, "buffer_view.encoding_type", "buffer view",
-                      "!hal.buffer_view").encoding
+        return _check(view, hal_types.BUFFER_VIEW, "buffer_view.encoding_type",
+                      "buffer view").encoding
 
     def buffer_view_rank(self, view: Any) -> int:
-        return len(_check(view, hal.BufferView, "buffer_view.rank", "buffer view",
-                          "!hal.buffer_view").shape)
+        return len(_check(view, hal_types.BUFFER_VIEW, "buffer_view.rank", "buffer view").shape)
 
     # -- executables and command buffers ---------------------------------------------------------
 
@@ -307,32 +310,32 @@ class HalModule(NativeModule):
                           constants: Any) -> hal.Executable:
         """Constants (IREE's executable-level constants) are accepted and unused for now."""
         fn = "executable.create"
-        dev = _check(device, hal.Device, fn, "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, fn, "device")
         fmt = _text(executable_format, fn, "format")
-        blob = _check(data, VMBuffer, fn, "data", "!vm.buffer")
+        blob = _check(data, VM_BUFFER, fn, "data")
         if constants is not None:
-            _check(constants, VMBuffer, fn, "constants", "!vm.buffer")
+            _check(constants, VM_BUFFER, fn, "constants")
         return dev.create_executable(fmt, blob.tobytes())
 
     def command_buffer_create(self, device: Any, modes: int, categories: int,
                               binding_capacity: int) -> hal.CommandBuffer:
-        dev = _check(device, hal.Device, "command_buffer.create", "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, "command_buffer.create", "device")
         return dev.create_command_buffer(binding_capacity)
 
     def command_buffer_finalize(self, cmd: Any) -> None:
-        _check(cmd, hal.CommandBuffer, "command_buffer.finalize", "command buffer",
-               "!hal.command_buffer").finalize()
+        _check(cmd, hal_types.COMMAND_BUFFER, "command_buffer.finalize",
+               "command buffer").finalize()
 
     def command_buffer_execution_barrier(self, cmd: Any, source_stage_mask: int,
                                          target_stage_mask: int, flags: int) -> None:
-        _check(cmd, hal.CommandBuffer, "command_buffer.execution_barrier", "command buffer",
-               "!hal.command_buffer").execution_barrier()
+        _check(cmd, hal_types.COMMAND_BUFFER, "command_buffer.execution_barrier",
+               "command buffer").execution_barrier()
 
     def command_buffer_fill_buffer(self, cmd: Any, target: Any, offset: int, length: int,
                                    pattern: int, pattern_length: int) -> None:
         fn = "command_buffer.fill_buffer"
-        c = _check(cmd, hal.CommandBuffer, fn, "command buffer", "!hal.command_buffer")
-        buf = _check(target, hal.Buffer, fn, "target", "!hal.buffer")
+        c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
+        buf = _check(target, hal_types.BUFFER, fn, "target")
         if pattern_length not in (1, 2, 4):
             raise RuntimeFailure(f"hal.{fn}: pattern length must be 1, 2 or 4, "
                                  f"got {pattern_length}")
@@ -342,9 +345,9 @@ class HalModule(NativeModule):
     def command_buffer_copy_buffer(self, cmd: Any, source: Any, source_offset: int,
                                    target: Any, target_offset: int, length: int) -> None:
         fn = "command_buffer.copy_buffer"
-        c = _check(cmd, hal.CommandBuffer, fn, "command buffer", "!hal.command_buffer")
-        src = _check(source, hal.Buffer, fn, "source", "!hal.buffer")
-        dst = _check(target, hal.Buffer, fn, "target", "!hal.buffer")
+        c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
+        src = _check(source, hal_types.BUFFER, fn, "source")
+        dst = _check(target, hal_types.BUFFER, fn, "target")
         c.copy_buffer(hal.BindingRef(src, source_offset, length),
                       hal.BindingRef(dst, target_offset, length))
 
@@ -352,9 +355,9 @@ class HalModule(NativeModule):
                                      target: Any, target_offset: int, length: int) -> None:
         """Bytes of a `!vm.buffer`, captured now, written to the target when executed."""
         fn = "command_buffer.update_buffer"
-        c = _check(cmd, hal.CommandBuffer, fn, "command buffer", "!hal.command_buffer")
-        src = _check(source, VMBuffer, fn, "source", "!vm.buffer")
-        dst = _check(target, hal.Buffer, fn, "target", "!hal.buffer")
+        c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
+        src = _check(source, VM_BUFFER, fn, "source")
+        dst = _check(target, hal_types.BUFFER, fn, "target")
         _range(fn, "source", source_offset, length, len(src))
         _range(fn, "target", target_offset, length, dst.size)
         c.update_buffer(src.data[source_offset:source_offset + length].tobytes(),
@@ -365,21 +368,21 @@ class HalModule(NativeModule):
                                 bindings: list[tuple[int, Any, int, int]]) -> None:
         """A binding with a null buffer refers to `slot` of the binding table given at submit."""
         fn = "command_buffer.dispatch"
-        c = _check(cmd, hal.CommandBuffer, fn, "command buffer", "!hal.command_buffer")
-        exe = _check(executable, hal.Executable, fn, "executable", "!hal.executable")
+        c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
+        exe = _check(executable, hal_types.EXECUTABLE, fn, "executable")
         refs = []
         for i, (slot, buffer, offset, length) in enumerate(bindings):
             if buffer is None:
                 refs.append(hal.BindingRef(None, offset, length, slot))
             else:
-                buf = _check(buffer, hal.Buffer, fn, f"binding {i}", "!hal.buffer")
+                buf = _check(buffer, hal_types.BUFFER, fn, f"binding {i}")
                 refs.append(hal.BindingRef(buf, offset, length))
         c.dispatch(exe, ordinal, (x, y, z), [v & 0xFFFFFFFF for v in constants], refs)
 
     # -- fences ----------------------------------------------------------------------------------
 
     def fence_create(self, device: Any, flags: int) -> hal.Fence:
-        dev = _check(device, hal.Device, "fence.create", "device", "!hal.device")
+        dev = _check(device, hal_types.DEVICE, "fence.create", "device")
         fence = hal.Fence()
         fence.insert(dev.create_semaphore(0), 1)
         return fence
@@ -391,7 +394,7 @@ class HalModule(NativeModule):
         passes, so other invocations on the same thread can run meanwhile."""
         from irtk.vm.yielding import FenceWait
         fn = "fence.await"
-        checked = [_check(fence, hal.Fence, fn, f"fence {i}", "!hal.fence")
+        checked = [_check(fence, hal_types.FENCE, fn, f"fence {i}")
                    for i, fence in enumerate(fences) if fence is not None]
 
         def failed(e: Exception) -> Exception:

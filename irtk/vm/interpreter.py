@@ -19,13 +19,13 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from irtk.errors import Error, InputError, RuntimeFailure
-from irtk.vm import fusion, isa, numerics
+from irtk.vm import fusion, isa, numerics, ref_types
 from irtk.vm.calling_convention import Segment, Signature
 from irtk.vm.encoding import Instr
 from irtk.vm.module import BytecodeModule, FunctionDef
 from irtk.vm.native_module import LinkedImport, NativeModule, link_imports
 from irtk.vm.ops import FACTORIES
-from irtk.vm.refs import VMBuffer, ref_type_name
+from irtk.vm.refs import VMBuffer
 from irtk.vm.yielding import Wait
 
 MAX_FRAMES = 256
@@ -208,7 +208,7 @@ def _convert_arg(value: Any, bank: str) -> Any:
 
 
 class Context:
-    """One instance of a module: linked imports, globals, decoded functions.
+    """One instance of a module: linked imports and ref types, globals, decoded functions.
 
     Creating it runs the module's init function (`__init`), which fills the globals.
     """
@@ -225,6 +225,7 @@ class Context:
         self._in_flight: weakref.WeakSet[Invocation] = weakref.WeakSet()
         self.native_modules = list(native_modules)
         self.imports: list[LinkedImport] = link_imports(module, self.native_modules)
+        self.types: list[ref_types.RefType] = ref_types.REGISTRY.resolve(module.types)
         self.global_bases, self.globals = _layout(module.global_counts)
         self.rodata = [VMBuffer(seg.data, readonly=True) for seg in module.rodata]
         self.functions = [_Function(i, fn) for i, fn in enumerate(module.functions)]
@@ -490,11 +491,12 @@ class Context:
 
     def _op_cmp_type_ref(self, fn: _Function, instr: Instr, d: int, a: int,
                          type_index: int) -> Callable:
-        name = self.module.types[type_index]
+        ref_type = self.types[type_index]
+        type_of = ref_types.REGISTRY.type_of
 
         def run(r: list) -> None:
             value = r[a]
-            r[d] = 1 if value is not None and ref_type_name(value) == name else 0
+            r[d] = 1 if value is not None and type_of(value) is ref_type else 0
         return run
 
     def _op_return(self, fn: _Function, instr: Instr, sources: tuple[int, ...]) -> Callable:

@@ -29,11 +29,6 @@ KIND_SIZES: dict[str, int | None] = {
     "regs": None, "u16list": None, "str": None, "blocks": None,
 }
 
-# Ref type names a module's `types` table uses.
-REF_TYPES = ("!vm.buffer", "!vm.list", "!hal.device", "!hal.allocator", "!hal.buffer",
-             "!hal.buffer_view", "!hal.command_buffer", "!hal.executable", "!hal.fence")
-
-
 @dataclass(frozen=True)
 class Op:
     """One instruction: `operands` are kinds in encoding order; `flags` has "T" for terminators."""

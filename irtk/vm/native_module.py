@@ -4,6 +4,8 @@ A native module is a class with a sorted `EXPORTS` table of (name, calling conve
 implementing method is the name with dots as underscores (`buffer_view.create` ->
 `buffer_view_create`). Linking compares each import's calling convention with the table's, so a
 module compiled against a different runtime fails at load with both signatures in the message.
+The ref types of the objects a module hands to bytecode are in its `REF_TYPES`, registered with
+the VM (`irtk.vm.ref_types`) when the class is defined, as IREE's modules register theirs.
 
 Argument passing: each argument is a Python value (int, float, a ref object or None). A variadic
 segment arrives as one list: of values when its tuple has one element ("CiD"), else of tuples
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
 from irtk.errors import VerificationError
-from irtk.vm import calling_convention
+from irtk.vm import calling_convention, ref_types
 from irtk.vm.module import BytecodeModule
 
 
@@ -33,10 +35,12 @@ class NativeFunction:
 
 
 class NativeModule:
-    """Base of native modules; subclasses set `name` and `EXPORTS` and define the methods."""
+    """Base of native modules; subclasses set `name` and `EXPORTS` and define the methods;
+    `REF_TYPES` lists the ref types of the objects they hand to bytecode."""
 
     name: ClassVar[str] = ""
     EXPORTS: ClassVar[tuple[NativeFunction, ...]] = ()
+    REF_TYPES: ClassVar[tuple[ref_types.RefType, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -47,6 +51,8 @@ class NativeModule:
             calling_convention.parse(f.calling_convention)
             if not callable(getattr(cls, f.method_name, None)):
                 raise TypeError(f"{cls.__name__} lacks method {f.method_name} for '{f.name}'")
+        for ref_type in cls.REF_TYPES:
+            ref_types.register(ref_type)
 
     def lookup(self, function_name: str) -> tuple[NativeFunction, Callable[..., Any]] | None:
         for f in self.EXPORTS:

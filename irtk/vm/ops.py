@@ -13,7 +13,8 @@ import struct
 from typing import Any, Callable
 
 from irtk.vm import numerics as n
-from irtk.vm.refs import Trap, VMBuffer, VMList, ref_type_name
+from irtk.vm.ref_types import ref_type_name
+from irtk.vm.refs import Trap, VMBuffer, VMList
 
 Run = Callable[[list], None]
 Factory = Callable[..., Run]

@@ -1,15 +1,15 @@
-"""The VM's own ref types, `!vm.buffer` and `!vm.list`, and ref type names for messages.
+"""The VM's own ref types, `!vm.buffer` and `!vm.list`, registered with `ref_types`.
 
 Refs are plain Python objects held in ref registers (None is null). Their reference count is
 CPython's: a frame's registers are one list that is dropped when the function returns, so a
-register never keeps an object alive past its frame; `discard.refs` drops one earlier. HAL
-objects that own device memory free it when the last reference goes (or on `release()`).
+register never keeps an object alive past its frame; `discard.refs` drops one earlier. Native
+modules' objects that own device memory free it when the last reference goes (or on `release()`).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from irtk import hal
+from irtk.vm.ref_types import RefType, register
 
 MAX_BUFFER_BYTES = 1 << 31   # `buffer.alloc` refuses more (a mangled length must not OOM us)
 MAX_LIST_SIZE = 1 << 24
@@ -90,23 +90,6 @@ class VMList:
         return f"VMList({self.items!r})"
 
 
-_HAL_TYPES: tuple[tuple[type, str], ...] = (
-    (hal.BufferView, "!hal.buffer_view"), (hal.Buffer, "!hal.buffer"),
-    (hal.Device, "!hal.device"), (hal.Allocator, "!hal.allocator"),
-    (hal.CommandBuffer, "!hal.command_buffer"), (hal.Executable, "!hal.executable"),
-    (hal.Fence, "!hal.fence"), (hal.Semaphore, "!hal.semaphore"),
-)
-
-
-def ref_type_name(value: Any) -> str:
-    """The VM type name of a ref value, e.g. "!hal.buffer" (or "null")."""
-    if value is None:
-        return "null"
-    if isinstance(value, VMBuffer):
-        return "!vm.buffer"
-    if isinstance(value, VMList):
-        return "!vm.list"
-    for cls, name in _HAL_TYPES:
-        if isinstance(value, cls):
-            return name
-    return f"!py.{type(value).__name__}"
+VM_BUFFER = register(RefType("!vm.buffer", (VMBuffer,)))
+VM_LIST = register(RefType("!vm.list", (VMList,)))
+VM_TYPES = (VM_BUFFER, VM_LIST)

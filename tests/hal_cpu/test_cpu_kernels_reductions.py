@@ -253,6 +253,38 @@ def test_full_reduction_to_a_scalar_and_empty_reductions(device, rng):
     np.testing.assert_array_equal(out.view(np.uint32), init.view(np.uint32))
 
 
+def test_kernels_run_with_the_plan_the_loader_chose(device, rng, monkeypatch):
+    """The executable loader picks each kernel's plan and hands it over; the executor only
+    cuts the dispatch into boxes and runs every box through that plan."""
+    import hal_cpu.executable
+    from hal_cpu import plans
+
+    boxes: list[str] = []
+
+    class Counting:
+        def __init__(self, plan):
+            self.plan, self.name = plan, "counting " + plan.name
+
+        def block_points(self, bound):
+            return self.plan.block_points(bound)
+
+        def run_box(self, bound, box):
+            boxes.append(self.plan.name)
+            self.plan.run_box(bound, box)
+
+    monkeypatch.setattr(hal_cpu.executable, "choose_plan",
+                        lambda k: Counting(plans.choose_plan(k)))
+    m, n, k = 5, 6, 7
+    data = _matmul(m, n, k, "i32", "i32", "i32", 6)
+    assert _plan(data) == "counting contraction"
+    a = rng.integers(-9, 9, (m, k), dtype=np.int32)
+    b = rng.integers(-9, 9, (k, n), dtype=np.int32)
+    out, = run(device, data, [a, b], [((m, n), "i32")], workgroups_for(m * n, 6),
+               initial_outputs=[np.zeros((m, n), np.int32)])
+    np.testing.assert_array_equal(out, a @ b)
+    assert boxes and set(boxes) == {"contraction"}
+
+
 def test_large_slabs_split_the_reduction(device, rng, monkeypatch):
     monkeypatch.setattr("hal_cpu.kernel.SLAB_ELEMENTS", 64)
     x = rng.standard_normal((3, 1000)).astype(np.float32)

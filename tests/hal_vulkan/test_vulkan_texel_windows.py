@@ -152,7 +152,9 @@ class _Buffer:
         return self.start + offset
 
 
-class _Device:
+class _Context:
+    """What `window_ranges` reads of a device context: two limits and the name."""
+
     def __init__(self, max_texels: int = 65536, align: int = 16) -> None:
         self.physical = type("P", (), {"limits": {"maxTexelBufferElements": max_texels,
                                                   "minTexelBufferOffsetAlignment": align}})
@@ -163,17 +165,17 @@ def test_window_views_cover_the_binding():
     """View k starts k half-windows in and stops at the binding's end (rounded up to a whole
     texel); views past the end, which only out-of-bounds reads reach, view the start."""
     ref = ResolvedBinding(_Buffer(4096), 256, 5000)    # 312.5 texels
-    ranges = window_ranges(_Device(), ref, 4, 256, "binding 0")
+    ranges = window_ranges(_Context(), ref, 4, 256, "binding 0")
     assert ranges == [(4352, 4096), (4352 + 2048, 5008 - 2048), (4352 + 4096, 5008 - 4096),
                       (4352, 4096)]
-    empty = window_ranges(_Device(), ResolvedBinding(_Buffer(4096), 0, 0), 2, 256, "b")
+    empty = window_ranges(_Context(), ResolvedBinding(_Buffer(4096), 0, 0), 2, 256, "b")
     assert empty == [(4096, 16), (4096, 16)]
     with pytest.raises(DeviceError, match=r"windows of 256 texels are more than "
                                           r"maxTexelBufferElements \(128\)"):
-        window_ranges(_Device(max_texels=128), ref, 4, 256, "binding 0")
+        window_ranges(_Context(max_texels=128), ref, 4, 256, "binding 0")
     with pytest.raises(DeviceError, match=r"start every 32 bytes, not a multiple of "
                                           r"minTexelBufferOffsetAlignment \(256\)"):
-        window_ranges(_Device(align=256), ResolvedBinding(_Buffer(0), 0, 64), 2, 4, "b")
+        window_ranges(_Context(align=256), ResolvedBinding(_Buffer(0), 0, 64), 2, 4, "b")
 
 
 def _executable(**binding_fields) -> bytes:

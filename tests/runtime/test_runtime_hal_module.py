@@ -269,6 +269,24 @@ def test_wrong_ref_type_names_the_import_and_argument():
         vm_context(p.w.to_bytes(), device=FakeDevice()).call("main")
 
 
+def test_cmp_type_ref_tells_the_hal_modules_ref_types_apart():
+    p = Program("type-tests")
+    names = ["!hal.buffer", "!hal.buffer_view", "!hal.fence", "!vm.buffer"]
+    for name in names:
+        p.w.add_type(name)
+    b = FunctionBuilder()
+    for i in range(len(names)):
+        b.emit("cmp.type.ref", i, 0, i)
+    b.emit("return", [Reg("i32", i) for i in range(len(names))])
+    p.w.add_export("main", p.w.add_function("main", "0r_iiii", b))
+    ctx = vm_context(p.w.to_bytes(), device=FakeDevice())
+    buffer = ctx.native_modules[0].device.allocator.allocate(16)
+    assert ctx.call("main", [buffer]) == [1, 0, 0, 0]   # a driver's subclass of hal.Buffer
+    assert ctx.call("main", [hal.BufferView(buffer, (4,), hal.ElementType.f32)]) == [0, 1, 0, 0]
+    assert ctx.call("main", [hal.Fence()]) == [0, 0, 1, 0]
+    assert ctx.call("main", [None]) == [0, 0, 0, 0]
+
+
 def test_device_name_and_queries():
     hal_module = HalModule(FakeDevice())
     from irtk.vm import VMBuffer

@@ -1,7 +1,8 @@
 """The op table is consistent, fully implemented, and documented in docs/vm.md."""
 from __future__ import annotations
 
-from irtk.vm import docgen, isa
+from irtk.modules import docgen
+from irtk.vm import isa
 from irtk.vm.interpreter import _CONTROL
 from irtk.vm.ops import FACTORIES
 
@@ -75,4 +76,4 @@ def test_global_ops_know_their_bank():
 
 def test_docs_tables_are_up_to_date():
     current = docgen.DOC_PATH.read_text(encoding="utf-8")
-    assert docgen.update(current) == current, "run: python -m irtk.vm.docgen"
+    assert docgen.update(current) == current, f"run: {docgen.COMMAND}"

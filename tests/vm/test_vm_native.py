@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from irtk.errors import RuntimeFailure, VerificationError
-from irtk.vm import Context, NativeFunction, NativeModule, VMBuffer, load_module
+from irtk.vm import Context, NativeFunction, NativeModule, RefType, VMBuffer, load_module
+from irtk.vm.ref_types import REGISTRY, ref_type_name
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
 
 
@@ -153,3 +154,59 @@ def test_native_module_table_must_be_sorted_and_complete():
         class Missing(NativeModule):
             name = "m"
             EXPORTS = (NativeFunction("x.y", "0v_v"),)
+
+
+class Token:
+    """An object a native module hands to bytecode, of a ref type the VM has never heard of."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+TOKEN = RefType("!tokens.token", (Token,))
+
+
+class TokenModule(NativeModule):
+    """A native module that brings its own ref type."""
+
+    name = "tokens"
+    REF_TYPES = (TOKEN,)
+    EXPORTS = (NativeFunction("make", "0i_r"), NativeFunction("value", "0r_i"))
+
+    def make(self, value: int) -> Token:
+        return Token(value)
+
+    def value(self, token: object) -> int:
+        if not isinstance(token, Token):
+            raise RuntimeFailure(f"tokens.value: expected a {TOKEN.name}, "
+                                 f"got {ref_type_name(token)}")
+        return token.value
+
+
+def test_a_native_module_registers_its_ref_types_when_defined():
+    assert REGISTRY.lookup("!tokens.token") is TOKEN
+    assert ref_type_name(Token(1)) == "!tokens.token"
+
+
+def test_a_native_modules_own_ref_type_works_end_to_end():
+    def setup(w):
+        w.add_type("!vm.buffer")
+        w.add_type("!tokens.token")
+
+    def body(b, imp):
+        b.emit("call.import", imp[0], [Reg("i32", 0)], [Reg("ref", 0)])
+        b.emit("cmp.type.ref", 1, 0, 1)     # a token is a !tokens.token ...
+        b.emit("cmp.type.ref", 2, 0, 0)     # ... and not a !vm.buffer
+        b.emit("call.import", imp[1], [Reg("ref", 0)], [Reg("i32", 3)])
+        b.emit("return", [Reg("ref", 0), Reg("i32", 1), Reg("i32", 2), Reg("i32", 3)])
+    module = load_module(build(body, [("tokens.make", "0i_r"), ("tokens.value", "0r_i")],
+                               "0i_riii", setup))
+    token, is_token, is_buffer, value = Context(module, [TokenModule()]).call("main", [42])
+    assert isinstance(token, Token) and (is_token, is_buffer, value) == (1, 0, 42)
+
+
+def test_a_native_module_cannot_take_a_type_name_another_has():
+    with pytest.raises(ValueError, match="ref type '!tokens.token' is already registered"):
+        class Impostor(NativeModule):
+            name = "impostor"
+            REF_TYPES = (RefType("!tokens.token", (VMBuffer,)),)
