@@ -52,22 +52,32 @@ def coverage(backend: Backend, name: str) -> str:
     full = {k for k in keys if all(s in claimed for s in signatures if _key(*s) == k)}
     partial = {_key(*s) for s in claimed} - full
     missing = keys - full - partial
-    text = f"all but {_names(list(missing | partial))}" if len(full) > len(missing) else \
-        _names(list(full))
+    parts = []
+    if full:
+        parts.append(f"all but {_names(list(missing | partial))}" if len(full) > len(missing)
+                     else _names(list(full)))
     if partial:
-        text += f"; partly {_names(list(partial))}"
-    return text
+        parts.append(f"partly {_names(list(partial))}")
+    return "; ".join(parts)
 
 
 def render() -> str:
-    head = "| op | types | meaning | " + " | ".join(b for b, _ in BACKENDS) + " |"
+    """One row per run of ops declared together that every backend covers alike."""
+    head = "| ops | types | meaning | " + " | ".join(b for b, _ in BACKENDS) + " |"
     lines = [head, "|" + "---|" * (3 + len(BACKENDS))]
+    rows: list[tuple[list[str], tuple[str, ...]]] = []
     for op in body_ops.OPS.values():
-        cells = [f"`{op.name}`", f"`{op.rule.text}`",
-                 op.semantics.replace("|", "\\|") + (f" (reads `{op.attributes}`)"
-                                                     if op.attributes else "")]
-        cells += [coverage(backend, op.name) for _, backend in BACKENDS]
-        lines.append("| " + " | ".join(cells) + " |")
+        meaning = op.semantics.replace("|", "\\|")
+        if op.attributes:
+            meaning += f" (reads `{op.attributes}`)"
+        cells = (f"`{op.rule.text}`", meaning,
+                 *(coverage(backend, op.name) for _, backend in BACKENDS))
+        if rows and rows[-1][1] == cells:
+            rows[-1][0].append(op.name)
+        else:
+            rows.append(([op.name], cells))
+    for names, cells in rows:
+        lines.append("| " + " ".join(f"`{n}`" for n in names) + " | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

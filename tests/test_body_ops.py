@@ -125,3 +125,15 @@ def test_vm_host_lowers_every_claimed_signature_and_refuses_the_rest(name):
         else:
             with pytest.raises(CompileError, match="not supported on the host"):
                 host_arith.lower(b, new, op, args, CompileError)
+
+
+def test_the_op_table_in_the_docs_is_fresh():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "body_ops_doc.py"
+    spec = importlib.util.spec_from_file_location("body_ops_doc", path)
+    assert spec is not None and spec.loader is not None
+    docgen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(docgen)
+    current = docgen.DOC_PATH.read_text(encoding="utf-8")
+    assert docgen.update(current) == current, f"run: {docgen.COMMAND}"
