@@ -21,9 +21,9 @@ from hal_cpu.kernel import (STEP_EXTRACT, STEP_INDEX, STEP_OP, STEP_PARAM, Kerne
 from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op, normalize_type
 from irtk.errors import VerificationError
 from irtk.hal.executable import Executable, ExportInfo
+from schemas import CPU_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 from schemas.cpu_executable_generated import ExecutableDef, KernelDef, OpDef, OperandDef
 
-EXECUTABLE_FORMAT = "cpu-kernel-fb"
 FILE_IDENTIFIER = b"IRCP"
 
 # Sizes past these are certainly not a real kernel, and they keep every index inside int64.

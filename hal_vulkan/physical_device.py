@@ -13,8 +13,8 @@ import vulkan as vk
 
 from irtk.hal import DeviceInfo
 from hal_vulkan.status import call, make_version, version_string
+from schemas import VULKAN_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 
-EXECUTABLE_FORMAT = "vulkan-spirv-fb"
 PUSH_DESCRIPTOR_EXTENSION = "VK_KHR_push_descriptor"
 
 # Features irtk's generated shaders may use, per feature struct; enabled when present.

@@ -130,7 +130,7 @@ def _executables(program: tir.Program, targets: list[str], profile,
             data = spirv_codegen.pack_executable(objs, profile)
             if dump_spirv:
                 _dump_spirv(dump_spirv, kernels, objs)
-            variants.append(ExecutableVariant(t, "vulkan-spirv-fb", data,
+            variants.append(ExecutableVariant(t, spirv_codegen.EXECUTABLE_FORMAT, data,
                                               [_launch(o) for o in objs]))
         else:
             from irtk.compiler.codegen import cpu as cpu_codegen

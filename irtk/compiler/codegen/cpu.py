@@ -16,10 +16,10 @@ import flatbuffers
 
 from irtk.compiler.kernel import AffineMap, Grid, GridAxis, Kernel, Operand
 from irtk.errors import CompileError
+from schemas import CPU_EXECUTABLE_FORMAT as FORMAT
 from schemas import CPU_EXECUTABLE_IDENTIFIER
 from schemas import cpu_executable as fb
 
-FORMAT = "cpu-kernel-fb"
 MIN_WORK = 1 << 12          # parallel points x reduction length per tile, at least
 MAX_WORK = 1 << 18          # ... and at most, when the dispatch is large enough
 MAX_TILE = 1 << 16          # parallel points per tile

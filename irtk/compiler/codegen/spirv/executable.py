@@ -16,10 +16,10 @@ from irtk.compiler.kernel import Grid
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.hal.executable import ExecutableRequirements
+from schemas import VULKAN_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 from schemas import VULKAN_EXECUTABLE_IDENTIFIER
 from schemas import vulkan_executable as fb
 
-EXECUTABLE_FORMAT = "vulkan-spirv-fb"
 _REQUIREMENT_KEYS = frozenset(f.name for f in fields(ExecutableRequirements))
 
 
