@@ -9,12 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irtk.errors import CompileError
+from irtk.hal.capabilities import ShaderCapabilities
 
 TARGETS = ("vulkan-spirv", "cpu")
 
 
 @dataclass(frozen=True)
-class VulkanProfile:
+class VulkanProfile(ShaderCapabilities):
+    """A device class. Its shader capabilities (irtk.hal.capabilities) are what code generation
+    may use natively there, e.g. i64 arithmetic instead of its 32-bit emulation."""
+
     name: str
     vulkan_env: str = "vulkan1.1"          # SPIRV-Tools target environment for validation
     spirv_version: tuple[int, int] = (1, 3)
@@ -25,11 +29,6 @@ class VulkanProfile:
     cpu_device: bool = False               # shaders run on CPU cores (software rasterizers)
     max_workgroup_invocations: int = 256
     shared_memory_bytes: int = 32768
-    float16: bool = False
-    float64: bool = False
-    int8: bool = False
-    int16: bool = False
-    int64: bool = False
     # Read-only bindings as uniform texel buffers (OpImageFetch of 16-byte texels): llvmpipe
     # fetches texels with straight-line SIMD code but loads storage buffers lane by lane with
     # a branch per lane (docs/codegen_spirv.md, "Texel-buffer loads").
