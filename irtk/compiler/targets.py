@@ -1,4 +1,5 @@
-"""Named target profiles: the device class a Vulkan executable is compiled for.
+"""Named target profiles: the device class a Vulkan executable is compiled for (the profiles
+of the vulkan-spirv target, irtk/compiler/target_backends.py; `--vulkan-target` names one).
 
 Codegen reads its limits (workgroup size, subgroup size, shared memory, 16/64-bit types) from a
 profile, and the executable records what it then requires, so the driver can refuse a device
@@ -10,8 +11,6 @@ from dataclasses import dataclass
 
 from irtk.errors import CompileError
 from irtk.hal.capabilities import ShaderCapabilities
-
-TARGETS = ("vulkan-spirv", "cpu")
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,3 @@ def vulkan_profile(name: str) -> VulkanProfile:
     except KeyError:
         raise CompileError(f"unknown Vulkan target '{name}'; targets: "
                            f"{', '.join(VULKAN_PROFILES)}") from None
-
-
-def parse_targets(spec: str) -> list[str]:
-    """`vulkan-spirv,cpu` -> ["vulkan-spirv", "cpu"], rejecting unknown names."""
-    targets = [t.strip() for t in spec.split(",") if t.strip()]
-    if not targets:
-        raise CompileError("no target given; targets: " + ", ".join(TARGETS))
-    for t in targets:
-        if t not in TARGETS:
-            raise CompileError(f"unknown target '{t}'; targets: {', '.join(TARGETS)}")
-    return list(dict.fromkeys(targets))

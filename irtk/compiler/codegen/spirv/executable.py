@@ -17,7 +17,6 @@ from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.hal.capabilities import CAPABILITIES
 from irtk.hal.executable import ExecutableRequirements
-from schemas import VULKAN_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 from schemas import VULKAN_EXECUTABLE_IDENTIFIER, object_api_name
 from schemas import vulkan_executable as fb
 
