@@ -10,7 +10,7 @@ import os
 import tempfile
 from typing import Any
 
-from irtk.hal import Device, registry
+from irtk.hal import Device, DeviceInfo, registry
 
 _CACHE = tempfile.mkdtemp(prefix="irtk-test-cache-")
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", os.path.join(_CACHE, "mesa"))
@@ -52,11 +52,16 @@ def make_device(uri: str, **options: Any) -> Device:
         index, **options)
 
 
+def device_info(uri: str) -> DeviceInfo:
+    """What the device at `uri` is, from its driver's enumeration (no device is created)."""
+    driver, index = registry.resolve(uri)
+    return next(i for i in registry.get_driver(driver).enumerate_devices() if i.index == index)
+
+
 def target_for(uri: str) -> str:
     """The compiler target whose executables the device at `uri` loads."""
     from irtk.compiler import target_backends
-    driver, index = registry.resolve(uri)
-    info = next(i for i in registry.get_driver(driver).enumerate_devices() if i.index == index)
+    info = device_info(uri)
     backend = target_backends.for_formats(info.executable_formats)
     assert backend is not None, f"no compiler target for {uri} {info.executable_formats}"
     return backend.name

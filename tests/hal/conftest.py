@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from irtk.hal import Device, registry
-from tests.conftest import all_device_uris, make_device, vulkan_device_uris
+from irtk.hal import Device
+from tests.conftest import all_device_uris, device_info, make_device, vulkan_device_uris
 
 STAGED = "vulkan-staged"
 
@@ -26,9 +26,8 @@ def _uri_id(uri: str) -> str:
     """The URI, or for a device of a driver with several: the driver and the device's name."""
     if "://" not in uri:
         return uri
-    driver, index = registry.resolve(uri)
-    info = next(i for i in registry.get_driver(driver).enumerate_devices() if i.index == index)
-    return f"{driver}-" + info.name.split(" (")[0].replace(" ", "_")
+    info = device_info(uri)
+    return f"{info.driver}-" + info.name.split(" (")[0].replace(" ", "_")
 
 
 # (id, URI, create_device options)
