@@ -12,22 +12,25 @@ from collections.abc import Callable
 
 from hal_cpu.buffer import CpuAllocator
 from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer, run_commands
-from hal_cpu.executable import EXECUTABLE_FORMAT, CpuExecutable
+from hal_cpu.executable import CpuExecutable
 from hal_cpu.semaphore import CpuSemaphore
-from hal_cpu.task_system import InlineRunner, SubmissionQueue, TaskSystem
+from hal_cpu.task_system import MIN_CHUNK_ITERATIONS, InlineRunner, SubmissionQueue, TaskSystem
 from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal.buffer import Buffer
 from irtk.hal.command_buffer import CommandBuffer
 from irtk.hal.device import Device, DeviceInfo
 from irtk.hal.semaphore import Fence
+from schemas import CPU_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 
 
 class CpuDevice(Device):
-    def __init__(self, info: DeviceInfo, asynchronous: bool) -> None:
+    def __init__(self, info: DeviceInfo, asynchronous: bool,
+                 min_chunk_iterations: int = MIN_CHUNK_ITERATIONS) -> None:
         super().__init__(info, CpuAllocator())
         self.task_system: TaskSystem | InlineRunner
         if asynchronous:
-            self.task_system = TaskSystem(info.worker_count, name=f"irtk-{info.driver}")
+            self.task_system = TaskSystem(info.worker_count, name=f"irtk-{info.driver}",
+                                          min_chunk_iterations=min_chunk_iterations)
             self._queue: SubmissionQueue | None = SubmissionQueue(f"irtk-{info.driver}-queue")
         else:
             self.task_system = InlineRunner()

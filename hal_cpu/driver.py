@@ -12,6 +12,7 @@ import numpy as np
 
 from hal_cpu.device import CpuDevice
 from hal_cpu.executable import EXECUTABLE_FORMAT
+from hal_cpu.task_system import MIN_CHUNK_ITERATIONS
 from irtk.errors import DeviceError
 from irtk.hal.device import DeviceInfo
 from irtk.hal.driver import Driver
@@ -20,10 +21,12 @@ WORKERS_ENV = "IRTK_TASK_WORKERS"
 
 
 class CpuDriver(Driver):
-    def __init__(self, name: str, asynchronous: bool, worker_count: int | None = None) -> None:
+    def __init__(self, name: str, asynchronous: bool, worker_count: int | None = None,
+                 min_chunk_iterations: int = MIN_CHUNK_ITERATIONS) -> None:
         self.name = name
         self.asynchronous = asynchronous
         self._worker_count = worker_count
+        self._min_chunk_iterations = min_chunk_iterations
 
     def worker_count(self) -> int:
         if not self.asynchronous:
@@ -63,7 +66,7 @@ class CpuDriver(Driver):
         infos = self.enumerate_devices()
         if index != 0:
             raise DeviceError(f"{self.name} has one device (index 0), not index {index}")
-        return CpuDevice(infos[0], self.asynchronous)
+        return CpuDevice(infos[0], self.asynchronous, self._min_chunk_iterations)
 
 
 def create_sync_driver() -> CpuDriver:
@@ -71,8 +74,14 @@ def create_sync_driver() -> CpuDriver:
     return CpuDriver("local-sync", asynchronous=False)
 
 
-def create_task_driver(worker_count: int | None = None) -> CpuDriver:
-    """local-task: a queue thread and a pool of `worker_count` workers per device."""
+def create_task_driver(worker_count: int | None = None,
+                       min_chunk_iterations: int = MIN_CHUNK_ITERATIONS) -> CpuDriver:
+    """local-task: a queue thread and a pool of `worker_count` workers per device, which share
+    a dispatch in chunks of at least `min_chunk_iterations` iterations."""
     if worker_count is not None and worker_count < 1:
         raise DeviceError(f"local-task needs at least one worker, got {worker_count}")
-    return CpuDriver("local-task", asynchronous=True, worker_count=worker_count)
+    if min_chunk_iterations < 1:
+        raise DeviceError(f"local-task needs chunks of at least one iteration, got "
+                          f"{min_chunk_iterations}")
+    return CpuDriver("local-task", asynchronous=True, worker_count=worker_count,
+                     min_chunk_iterations=min_chunk_iterations)

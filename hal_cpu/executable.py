@@ -26,7 +26,6 @@ from irtk.errors import VerificationError
 from irtk.hal.executable import Executable, ExportInfo
 from schemas.cpu_executable_generated import ExecutableDef, KernelDef, OpDef, OperandDef
 
-EXECUTABLE_FORMAT = "cpu-kernel-fb"
 FILE_IDENTIFIER = b"IRCP"
 
 # Sizes past these are certainly not a real kernel, and they keep every index inside int64.

@@ -75,13 +75,15 @@ class _Batch:
 
 
 class TaskSystem:
-    """A pool of `worker_count` threads, created once per device."""
+    """A pool of `worker_count` threads, created once per device. A dispatch is split into
+    chunks of at least `min_chunk_iterations` iterations."""
 
-    def __init__(self, worker_count: int, name: str = "irtk-cpu") -> None:
+    def __init__(self, worker_count: int, name: str = "irtk-cpu",
+                 min_chunk_iterations: int = MIN_CHUNK_ITERATIONS) -> None:
         if worker_count < 1:
             raise ValueError(f"worker_count must be >= 1, got {worker_count}")
         self.worker_count = worker_count
-        self.min_chunk_iterations = MIN_CHUNK_ITERATIONS
+        self.min_chunk_iterations = min_chunk_iterations
         self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._worker, name=f"{name}-worker-{i}",
                                           daemon=True) for i in range(worker_count)]

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from irtk.errors import VerificationError
+from irtk.hal.capabilities import CAPABILITIES
 from irtk.hal.executable import ExecutableRequirements
-from schemas import VULKAN_EXECUTABLE_IDENTIFIER, vulkan_executable
+from schemas import VULKAN_EXECUTABLE_IDENTIFIER, object_api_name, vulkan_executable
 
 SPIRV_MAGIC = 0x07230203
 _BINDING_KINDS = (vulkan_executable.BindingKind.StorageBuffer,
@@ -235,13 +236,11 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
         raise _fail("requirements.texel_array_indexing",
                     "is not set, but a binding is read through texel windows")
     requirements = RequirementsSpec() if req is None else RequirementsSpec(
-        subgroup_size=int(req.subgroupSize), float16=bool(req.float16),
-        float64=bool(req.float64), int8=bool(req.int8), int16=bool(req.int16),
-        int64=bool(req.int64), max_workgroup_invocations=int(req.maxWorkgroupInvocations),
+        subgroup_size=int(req.subgroupSize),
+        max_workgroup_invocations=int(req.maxWorkgroupInvocations),
         shared_memory_bytes=int(req.sharedMemoryBytes),
         push_constant_bytes=int(req.pushConstantBytes), spirv_version=int(req.spirvVersion),
-        vulkan_version=int(req.vulkanVersion), storage_8bit=bool(req.storageBuffer8bit),
-        storage_16bit=bool(req.storageBuffer16bit),
-        texel_array_indexing=bool(req.texelArrayIndexing))
+        vulkan_version=int(req.vulkanVersion),
+        **{c.name: bool(getattr(req, object_api_name(c.name))) for c in CAPABILITIES})
     return ExecutableSpec(_text(root.targetProfile, "target_profile"), tuple(modules),
                           tuple(entries), requirements)

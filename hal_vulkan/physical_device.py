@@ -11,13 +11,14 @@ from typing import Any
 
 import vulkan as vk
 
-from irtk.hal import DeviceInfo
+from irtk.hal import CAPABILITIES, DeviceInfo
 from hal_vulkan.status import call, make_version, version_string
+from schemas import VULKAN_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 
-EXECUTABLE_FORMAT = "vulkan-spirv-fb"
 PUSH_DESCRIPTOR_EXTENSION = "VK_KHR_push_descriptor"
 
-# Features irtk's generated shaders may use, per feature struct; enabled when present.
+# Features irtk's generated shaders may use, per feature struct; enabled when present. Every
+# shader capability's feature (irtk.hal.CAPABILITIES) is among them.
 WANTED_FEATURES: dict[str, tuple[str, ...]] = {
     "core": ("robustBufferAccess", "shaderInt16", "shaderInt64", "shaderFloat64"),
     "v11": ("storageBuffer16BitAccess", "uniformAndStorageBuffer16BitAccess",
@@ -228,10 +229,6 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         "maxPerStageDescriptorStorageBuffers": str(lim["maxPerStageDescriptorStorageBuffers"]),
         "maxPerStageDescriptorSampledImages": str(lim["maxPerStageDescriptorSampledImages"]),
         "maxTexelBufferElements": str(lim["maxTexelBufferElements"]),
-        "shaderUniformTexelBufferArrayDynamicIndexing":
-            str(pd.has("shaderUniformTexelBufferArrayDynamicIndexing")).lower(),
-        "storageBuffer8BitAccess": str(pd.has("storageBuffer8BitAccess")).lower(),
-        "storageBuffer16BitAccess": str(pd.has("storageBuffer16BitAccess")).lower(),
         "timelineSemaphore": str(pd.has("timelineSemaphore")).lower(),
     }
     extra["subgroupSizeControl"] = str(
@@ -252,11 +249,7 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         max_workgroup_size=tuple(lim["maxComputeWorkGroupSize"]),  # type: ignore[arg-type]
         max_workgroup_count=tuple(lim["maxComputeWorkGroupCount"]),  # type: ignore[arg-type]
         shared_memory_bytes=int(lim["maxComputeSharedMemorySize"]),
-        float16=pd.has("shaderFloat16"),
-        float64=pd.has("shaderFloat64"),
-        int8=pd.has("shaderInt8"),
-        int16=pd.has("shaderInt16"),
-        int64=pd.has("shaderInt64"),
+        **{c.name: pd.has(c.vulkan_feature) for c in CAPABILITIES},
         push_descriptors=pd.push_descriptors,
         binding_alignment=int(lim["minStorageBufferOffsetAlignment"]),
         max_binding_bytes=int(lim["maxStorageBufferRange"]),

@@ -8,23 +8,6 @@ from irtk.errors import DeviceError
 from irtk.hal import DeviceInfo
 from hal_vulkan.executable_def import ExecutableSpec
 
-# (requirement field, Vulkan feature name, what the device lacks in words)
-_FEATURES = (
-    ("float16", "shaderFloat16", "16-bit float support"),
-    ("float64", "shaderFloat64", "64-bit float support"),
-    ("int8", "shaderInt8", "8-bit integer support"),
-    ("int16", "shaderInt16", "16-bit integer support"),
-    ("int64", "shaderInt64", "64-bit integer support"),
-)
-
-# Storage access features, reported in DeviceInfo.extra as "true"/"false".
-_STORAGE_FEATURES = (
-    ("storage_8bit", "storageBuffer8BitAccess", "8-bit storage buffer access"),
-    ("storage_16bit", "storageBuffer16BitAccess", "16-bit storage buffer access"),
-    ("texel_array_indexing", "shaderUniformTexelBufferArrayDynamicIndexing",
-     "dynamic indexing of texel buffer arrays"),
-)
-
 # Highest SPIR-V version each Vulkan version accepts, as (major << 16 | minor << 8).
 _SPIRV_FOR_VULKAN = {(1, 0): 0x10000, (1, 1): 0x10300, (1, 2): 0x10500, (1, 3): 0x10600}
 
@@ -48,12 +31,8 @@ def problems(spec: ExecutableSpec, info: DeviceInfo) -> list[str]:
     device = f"device '{info.name}'"
     target = f" (target '{spec.target_profile}')" if spec.target_profile else ""
     out: list[str] = []
-    for field, feature, words in _FEATURES:
-        if getattr(req, field) and not getattr(info, field):
-            out.append(f"executable needs {feature}; {device} has no {words}")
-    for field, feature, words in _STORAGE_FEATURES:
-        if getattr(req, field) and info.extra.get(feature) != "true":
-            out.append(f"executable needs {feature}; {device} has no {words}")
+    for missing in req.missing_from(info):
+        out.append(f"executable needs {missing.vulkan_feature}; {device} has no {missing.lacking}")
     if req.subgroup_size and req.subgroup_size != info.subgroup_size:
         lo = int(info.extra.get("minSubgroupSize", info.subgroup_size))
         hi = int(info.extra.get("maxSubgroupSize", info.subgroup_size))

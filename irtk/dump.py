@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from irtk.errors import InputError, VerificationError
+from schemas import CPU_EXECUTABLE_FORMAT, VULKAN_EXECUTABLE_FORMAT
 from schemas import bytecode_module as bfb
 from schemas import cpu_executable as cfb
 from schemas import vulkan_executable as vfb
@@ -34,10 +35,10 @@ def _executables(data: bytes) -> str:
             mime = (seg.MimeType() or b"").decode(errors="replace")
             name = (seg.Name() or b"").decode(errors="replace")
             blob = seg.DataAsNumpy().tobytes() if seg.DataLength() else b""
-            if mime == "vulkan-spirv-fb":
+            if mime == VULKAN_EXECUTABLE_FORMAT:
                 lines += [f"executable '{name}' ({mime}, {len(blob)} bytes)"]
                 lines += _vulkan(blob)
-            elif mime == "cpu-kernel-fb":
+            elif mime == CPU_EXECUTABLE_FORMAT:
                 lines += [f"executable '{name}' ({mime}, {len(blob)} bytes)"]
                 lines += _cpu(blob)
     except VerificationError:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from irtk.compiler import dispatch, stream, tir
-from irtk.compiler.targets import parse_targets, vulkan_profile
+from irtk.compiler import dispatch, stream, target_backends, tir
+from irtk.compiler.target_backends import TargetBackend
 from irtk.compiler.tir_printer import print_program
 from irtk.compiler.vm_codegen import ExecutableVariant, generate_module, program_kernels
 from irtk.errors import CompileError, Error, InputError
@@ -78,8 +78,7 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
                     dump_spirv: str | None = None) -> bytes:
     """TIR (as the importer produces it, or built by hand) -> module bytes. Rewrites
     `program` in place."""
-    targets = parse_targets(target)
-    profile = vulkan_profile(vulkan_target)
+    targets = target_backends.select(target, {"vulkan_target": vulkan_target})
     phases = parse_dump_phases(dump_after)
     emit = dump or (lambda text: print(text, end="", file=sys.stdout))
 
@@ -92,7 +91,7 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
     show("dispatch", print_program(program))
     plans = stream.plan_program(program)
     show("stream", print_program(program, plans))
-    variants = _executables(program, targets, profile, dump_spirv)
+    variants = _executables(program, targets, dump_spirv)
     if not program.functions:
         raise CompileError("\n".join(program.unsupported.values()))
     data = generate_module(program, plans, variants, module_name)
@@ -102,17 +101,18 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
     return data
 
 
-def _executables(program: tir.Program, targets: list[str], profile,
-                 dump_spirv: str | None) -> list[ExecutableVariant]:
+def _executables(program: tir.Program, targets: list[tuple[TargetBackend, Any]],
+                 dump_folder: str | None) -> list[ExecutableVariant]:
     """Every target's executable. A function whose kernels a target cannot compile moves to
     `program.unsupported` with the code generator's message."""
-    compiled: dict[str, dict[int, object]] = {t: {} for t in targets}
+    compiled: dict[str, dict[int, object]] = {backend.name: {} for backend, _ in targets}
     for f in list(program.functions):
         kernels = [op.attrs["kernel"] for op in tir.walk(f.body) if op.kind == "dispatch"]
         try:
-            for t in targets:
+            for backend, profile in targets:
+                codegen = backend.load_codegen()
                 for k in kernels:
-                    compiled[t][id(k)] = _compile_kernel(t, k, profile)
+                    compiled[backend.name][id(k)] = codegen.compile_kernel(k, profile)
         except Error as e:
             text = str(e)
             if ": error: " not in text:
@@ -123,49 +123,15 @@ def _executables(program: tir.Program, targets: list[str], profile,
     if not kernels:
         return []
     variants = []
-    for t in targets:
-        if t == "vulkan-spirv":
-            from irtk.compiler.codegen import spirv as spirv_codegen
-            objs = [compiled[t][id(k)] for k in kernels]
-            data = spirv_codegen.pack_executable(objs, profile)
-            if dump_spirv:
-                _dump_spirv(dump_spirv, kernels, objs)
-            variants.append(ExecutableVariant(t, "vulkan-spirv-fb", data,
-                                              [_launch(o) for o in objs]))
-        else:
-            from irtk.compiler.codegen import cpu as cpu_codegen
-            data, plans = cpu_codegen.pack_executable(kernels)
-            variants.append(ExecutableVariant(t, cpu_codegen.FORMAT, data,
-                                              [_launch(p) for p in plans]))
+    for backend, profile in targets:
+        codegen = backend.load_codegen()
+        objs = [compiled[backend.name][id(k)] for k in kernels]
+        data, launches = codegen.pack_executable(kernels, objs, profile)
+        if dump_folder:
+            codegen.dump(dump_folder, kernels, objs)
+        variants.append(ExecutableVariant(backend.name, backend.executable_format, data,
+                                          launches))
     return variants
-
-
-def _compile_kernel(target: str, kernel, profile) -> object:
-    if target == "vulkan-spirv":
-        from irtk.compiler.codegen import spirv as spirv_codegen
-        return spirv_codegen.compile_kernel(kernel, profile)
-    from irtk.compiler.codegen import cpu as cpu_codegen
-    data, plans = cpu_codegen.pack_executable([kernel])
-    return plans[0]
-
-
-def _launch(compiled) -> object:
-    grid = getattr(compiled, "grid", None)
-    if grid is not None:
-        return grid
-    return tuple(compiled.workgroup_count)
-
-
-def _dump_spirv(folder: str, kernels, compiled) -> None:
-    from spirv.reader import disassemble
-    out = Path(folder)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for k, c in zip(kernels, compiled):
-            (out / f"{k.name}.spv").write_bytes(c.code)
-            (out / f"{k.name}.spvasm").write_text(disassemble(c.code))
-    except OSError as e:
-        raise InputError(f"cannot write SPIR-V to '{folder}': {e.strerror}") from None
 
 
 __all__ = ["compile_file", "compile_program", "compile_str", "Error", "PHASES"]

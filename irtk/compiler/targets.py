@@ -1,4 +1,5 @@
-"""Named target profiles: the device class a Vulkan executable is compiled for.
+"""Named target profiles: the device class a Vulkan executable is compiled for (the profiles
+of the vulkan-spirv target, irtk/compiler/target_backends.py; `--vulkan-target` names one).
 
 Codegen reads its limits (workgroup size, subgroup size, shared memory, 16/64-bit types) from a
 profile, and the executable records what it then requires, so the driver can refuse a device
@@ -9,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irtk.errors import CompileError
-
-TARGETS = ("vulkan-spirv", "cpu")
+from irtk.hal.capabilities import ShaderCapabilities
 
 
 @dataclass(frozen=True)
-class VulkanProfile:
+class VulkanProfile(ShaderCapabilities):
+    """A device class. Its shader capabilities (irtk.hal.capabilities) are what code generation
+    may use natively there, e.g. i64 arithmetic instead of its 32-bit emulation."""
+
     name: str
     vulkan_env: str = "vulkan1.1"          # SPIRV-Tools target environment for validation
     spirv_version: tuple[int, int] = (1, 3)
@@ -25,11 +28,6 @@ class VulkanProfile:
     cpu_device: bool = False               # shaders run on CPU cores (software rasterizers)
     max_workgroup_invocations: int = 256
     shared_memory_bytes: int = 32768
-    float16: bool = False
-    float64: bool = False
-    int8: bool = False
-    int16: bool = False
-    int64: bool = False
     # Read-only bindings as uniform texel buffers (OpImageFetch of 16-byte texels): llvmpipe
     # fetches texels with straight-line SIMD code but loads storage buffers lane by lane with
     # a branch per lane (docs/codegen_spirv.md, "Texel-buffer loads").
@@ -66,14 +64,3 @@ def vulkan_profile(name: str) -> VulkanProfile:
     except KeyError:
         raise CompileError(f"unknown Vulkan target '{name}'; targets: "
                            f"{', '.join(VULKAN_PROFILES)}") from None
-
-
-def parse_targets(spec: str) -> list[str]:
-    """`vulkan-spirv,cpu` -> ["vulkan-spirv", "cpu"], rejecting unknown names."""
-    targets = [t.strip() for t in spec.split(",") if t.strip()]
-    if not targets:
-        raise CompileError("no target given; targets: " + ", ".join(TARGETS))
-    for t in targets:
-        if t not in TARGETS:
-            raise CompileError(f"unknown target '{t}'; targets: {', '.join(TARGETS)}")
-    return list(dict.fromkeys(targets))

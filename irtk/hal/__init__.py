@@ -10,6 +10,7 @@ from irtk.hal.buffer_view import BufferView
 from irtk.hal.allocator import Allocator
 from irtk.hal.semaphore import Semaphore, Fence, wait_all, wait_any
 from irtk.hal.errors import DeviceCallError, DeviceLostError, OutOfMemoryError
+from irtk.hal.capabilities import CAPABILITIES, Capability, ShaderCapabilities
 from irtk.hal.executable import Executable, ExecutableRequirements
 from irtk.hal.command_buffer import CommandBuffer, BindingRef
 from irtk.hal.device import Device, DeviceInfo
@@ -20,5 +21,6 @@ __all__ = [
     "ElementType", "Buffer", "BufferUsage", "BufferView", "Allocator", "Semaphore", "Fence",
     "Executable", "ExecutableRequirements", "CommandBuffer", "BindingRef", "Device",
     "DeviceInfo", "Driver", "registry", "RangeError", "SubspanBuffer", "wait_all", "wait_any",
-    "DeviceCallError", "DeviceLostError", "OutOfMemoryError",
+    "DeviceCallError", "DeviceLostError", "OutOfMemoryError", "CAPABILITIES", "Capability",
+    "ShaderCapabilities",
 ]

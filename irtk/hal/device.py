@@ -21,15 +21,17 @@ from irtk.errors import RuntimeFailure
 from irtk.hal.allocator import Allocator
 from irtk.hal.binding import BindingRef, resolve_range
 from irtk.hal.buffer import Buffer
+from irtk.hal.capabilities import ShaderCapabilities
 from irtk.hal.command_buffer import CommandBuffer
 from irtk.hal.executable import Executable
 from irtk.hal.host_queue import HostQueue, HostQueueOp
 from irtk.hal.semaphore import Fence, Semaphore
 
 
-@dataclass
-class DeviceInfo:
-    """What a device is and can do; queried once when the driver enumerates it."""
+@dataclass(frozen=True)
+class DeviceInfo(ShaderCapabilities):
+    """What a device is and can do (its shader capabilities among it); queried once when the
+    driver enumerates it."""
 
     driver: str
     name: str
@@ -41,11 +43,6 @@ class DeviceInfo:
     max_workgroup_size: tuple[int, int, int] = (1024, 1024, 64)
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
     shared_memory_bytes: int = 32768
-    float16: bool = False
-    float64: bool = False
-    int8: bool = False
-    int16: bool = False
-    int64: bool = False
     push_descriptors: bool = False
     # Dispatch bindings must start at multiples of this and span at most max_binding_bytes
     # (Vulkan's minStorageBufferOffsetAlignment and maxStorageBufferRange).

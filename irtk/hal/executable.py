@@ -8,26 +8,21 @@ from __future__ import annotations
 from abc import ABC
 from dataclasses import dataclass
 
+from irtk.hal.capabilities import ShaderCapabilities
+
 
 @dataclass(frozen=True)
-class ExecutableRequirements:
-    """What an executable needs beyond the baseline; with each export's workgroup size,
-    bindings and push constants (ExportInfo) this is everything a driver checks at load."""
+class ExecutableRequirements(ShaderCapabilities):
+    """What an executable needs beyond the baseline: the shader capabilities it uses, and
+    limits; with each export's workgroup size, bindings and push constants (ExportInfo) this is
+    everything a driver checks at load."""
 
     subgroup_size: int = 0  # 0: any
-    float16: bool = False
-    float64: bool = False
-    int8: bool = False
-    int16: bool = False
-    int64: bool = False
     max_workgroup_invocations: int = 0
     shared_memory_bytes: int = 0
     push_constant_bytes: int = 0
     spirv_version: int = 0       # (major << 16) | (minor << 8); 0: not SPIR-V
     vulkan_version: int = 0      # (major << 22) | (minor << 12); 0: not Vulkan
-    storage_8bit: bool = False   # 8-bit values loaded from / stored to buffers
-    storage_16bit: bool = False  # 16-bit values loaded from / stored to buffers
-    texel_array_indexing: bool = False  # arrays of texel-buffer views indexed in shaders
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from typing import Any
 
 from irtk.errors import DeviceError
 from irtk.hal.device import Device, DeviceInfo
@@ -31,12 +32,18 @@ def get_driver(name: str) -> Driver:
     """The driver called `name`, created once per process."""
     with _lock:
         if name not in _drivers:
-            if name not in _FACTORIES:
-                raise DeviceError(
-                    f"unknown driver '{name}'; drivers: {', '.join(_FACTORIES)}")
-            module_name, factory = _FACTORIES[name].split(":")
-            _drivers[name] = getattr(importlib.import_module(module_name), factory)()
+            _drivers[name] = create_driver(name)
         return _drivers[name]
+
+
+def create_driver(name: str, **options: Any) -> Driver:
+    """A new driver called `name`, made by its factory with `options` (local-task:
+    `worker_count`, `min_chunk_iterations`; vulkan: `validation`), apart from the one
+    `get_driver` shares."""
+    if name not in _FACTORIES:
+        raise DeviceError(f"unknown driver '{name}'; drivers: {', '.join(_FACTORIES)}")
+    module_name, factory = _FACTORIES[name].split(":")
+    return getattr(importlib.import_module(module_name), factory)(**options)
 
 
 def list_devices() -> list[DeviceInfo]:

@@ -12,6 +12,7 @@ import irtk
 from irtk.compiler import tir
 from irtk.compiler.dispatch import form_dispatches
 from tests.compiler.tir_build import T, function, program
+from tests.conftest import target_for
 
 ROW_SUM = """func.func @main(%x: tensor<{rows}x{cols}xf32>) -> tensor<{rows}xf32> {{
   %zero = arith.constant 0.0 : f32
@@ -72,10 +73,9 @@ def test_a_short_or_wide_reduction_stays_one_dispatch():
 @pytest.mark.parametrize("device", ["local-task", "vulkan://swiftshader", "vulkan://llvmpipe"])
 @pytest.mark.parametrize("rows, cols", [(1, 1 << 18), (3, 3 * 20480)])
 def test_split_reductions_compute_the_same_values(device, rows, cols):
-    target = "cpu" if device.startswith("local") else "vulkan-spirv"
     try:
-        module = irtk.load(irtk.compile_str(ROW_SUM.format(rows=rows, cols=cols), target=target),
-                           device=device)
+        module = irtk.load(irtk.compile_str(ROW_SUM.format(rows=rows, cols=cols),
+                                            target=target_for(device)), device=device)
     except irtk.DeviceError as exc:
         pytest.skip(f"{device}: {exc}")
     rng = np.random.default_rng(zlib.crc32(f"{device}{rows}x{cols}".encode()))

@@ -11,13 +11,9 @@ from irtk.compiler.kernel import Op
 from irtk.modules.check import CheckModule
 from irtk.runtime import load
 from tests.compiler.tir_build import S, T, function, program
-from tests.conftest import all_device_uris
+from tests.conftest import all_device_uris, target_for
 
 DEVICES = all_device_uris()
-
-
-def target_of(device: str) -> str:
-    return "vulkan-spirv" if device.startswith("vulkan") else "cpu"
 
 
 def checks_program(x: np.ndarray) -> object:
@@ -51,7 +47,7 @@ def checks_program(x: np.ndarray) -> object:
 def test_checks_record_failures_and_carry_on(device):
     x = np.random.default_rng(7).uniform(-1, 1, 6).astype(np.float32)
     check = CheckModule()
-    m = load(compile_program(checks_program(x), target=target_of(device)), device=device,
+    m = load(compile_program(checks_program(x), target=target_for(device)), device=device,
              native_modules=[check])
     m.checks()
     failures = check.take_failures()
@@ -72,7 +68,7 @@ def test_a_constant_init_is_copied_so_calls_repeat(device):
         acc = b.constant(start, T(5))
         return b.row_sum(x, acc)
     m = load(compile_program(program(function("main", [T(5, 4)], build)),
-                             target=target_of(device)), device=device)
+                             target=target_for(device)), device=device)
     x = rng.uniform(-3, 3, (5, 4)).astype(np.float32)
     expected = start.astype(np.float64) + x.sum(1)
     np.testing.assert_allclose(m.main(x), expected, rtol=1e-5, atol=1e-5)
@@ -90,7 +86,7 @@ def test_in_place_updates_of_dead_transients(device):
             acc = b.row_sum(x, acc)
         return acc
     m = load(compile_program(program(function("main", [T(5, 4)], build)),
-                             target=target_of(device)), device=device)
+                             target=target_for(device)), device=device)
     x = rng.uniform(-3, 3, (5, 4)).astype(np.float32)
     np.testing.assert_allclose(m.main(x), 1 + 3 * x.astype(np.float64).sum(1), rtol=1e-5,
                                atol=1e-5)

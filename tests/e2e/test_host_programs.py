@@ -9,7 +9,7 @@ import pytest
 
 import irtk
 from irtk.compiler.driver import compile_program
-from tests.conftest import all_device_uris
+from tests.conftest import all_device_uris, target_for
 from tests.e2e import host_programs as P
 
 DEVICES = all_device_uris()
@@ -19,12 +19,8 @@ def rng_for(*key: object) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
-def target_of(device: str) -> str:
-    return "vulkan-spirv" if device.startswith("vulkan") else "cpu"
-
-
 def build(make, device: str, *args) -> object:
-    return irtk.load(compile_program(make(*args), target=target_of(device)), device=device)
+    return irtk.load(compile_program(make(*args), target=target_for(device)), device=device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -88,7 +84,7 @@ def test_matmul_bias_relu_is_one_fused_dispatch(device):
     w = rng.standard_normal((7, 11)).astype(np.float32)
     bias = rng.standard_normal(11).astype(np.float32)
     program = P.matmul_bias_relu_program(9, 7, 11)
-    m = irtk.load(compile_program(program, target=target_of(device)), device=device)
+    m = irtk.load(compile_program(program, target=target_for(device)), device=device)
     dispatches = [op for op in program.functions[0].body.ops if op.kind == "dispatch"]
     assert len(dispatches) == 1
     expected = np.maximum(a.astype(np.float64) @ w + bias, 0)
@@ -162,7 +158,7 @@ def test_reused_transient_buffers_keep_results_apart(device):
             kept.append(v)
         return [kept[1], v]
     p = program(function("main", [T(64)], build))
-    data = compile_program(p, target=target_of(device))
+    data = compile_program(p, target=target_for(device))
     f = p.functions[0]
     plan = plan_function(f)
     reused = [plan.output(op, 0).reuse for op in tir.walk(f.body) if op.kind == "dispatch"]

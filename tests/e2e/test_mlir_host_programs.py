@@ -10,7 +10,7 @@ import pytest
 import irtk
 from irtk.modules.check import CheckModule
 from irtk.runtime import load
-from tests.conftest import all_device_uris
+from tests.conftest import all_device_uris, target_for
 
 DEVICES = all_device_uris()
 
@@ -112,8 +112,7 @@ def rng_for(*key: object) -> np.random.Generator:
 
 
 def compiled(text: str, device: str) -> bytes:
-    return irtk.compile_str(text, target="vulkan-spirv" if device.startswith("vulkan")
-                            else "cpu")
+    return irtk.compile_str(text, target=target_for(device))
 
 
 @pytest.mark.parametrize("device", DEVICES)

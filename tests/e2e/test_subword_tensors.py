@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import irtk
-from tests.conftest import all_device_uris
+from tests.conftest import all_device_uris, target_for
 
 DEVICES = all_device_uris()
 
@@ -29,8 +29,7 @@ func.func @main(%a: tensor<1xi8>, %b: tensor<{n}xi8>, %c: tensor<3xi16>) -> (ten
 def test_odd_length_narrow_tensors(device: str, n: int) -> None:
     rng = np.random.default_rng(zlib.crc32(f"subword {device} {n}".encode()))
     text = CONCAT.format(n=n, m=n + 1)
-    vmfb = irtk.compile_str(text, target="vulkan-spirv" if device.startswith("vulkan")
-                            else "cpu")
+    vmfb = irtk.compile_str(text, target=target_for(device))
     m = irtk.load(vmfb, device=device)
     a = rng.integers(-128, 128, 1).astype(np.int8)
     b = rng.integers(-128, 128, n).astype(np.int8)

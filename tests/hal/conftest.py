@@ -1,4 +1,5 @@
-"""The HAL conformance suite runs every test on local-sync, local-task and each Vulkan device.
+"""The HAL conformance suite runs every test on each device of every registered driver
+(local-sync, local-task and each Vulkan device).
 
 One device per URI for the whole session (Vulkan device creation is slow); a Vulkan test must
 leave no validation message (IRTK_VULKAN_VALIDATION=1 turns them into errors) and no live
@@ -16,49 +17,28 @@ import numpy as np
 import pytest
 
 from irtk.hal import Device
-from tests.conftest import all_device_uris
-
-_devices: dict[str, Device] = {}
-
-
-def make_device(uri: str) -> Device:
-    """A new device for `uri` (the caller releases it)."""
-    if uri == "local-sync":
-        from hal_cpu import create_sync_driver
-        return create_sync_driver().create_device(0)
-    if uri == "local-task":
-        from hal_cpu import create_task_driver
-        device = create_task_driver(worker_count=3).create_device(0)
-        # Small chunks, so even small test dispatches spread over the workers.
-        device.task_system.min_chunk_iterations = 64  # type: ignore[attr-defined]
-        return device
-    from hal_vulkan.driver import create_driver
-    scheme, _, index = uri.partition("://")
-    return create_driver().create_device(int(index), host_mapped=False if scheme == STAGED else None)
-
+from tests.conftest import all_device_uris, device_info, make_device, vulkan_device_uris
 
 STAGED = "vulkan-staged"
 
 
 def _uri_id(uri: str) -> str:
-    if uri.startswith(STAGED):
-        return STAGED
-    if not uri.startswith("vulkan://"):
+    """The URI, or for a device of a driver with several: the driver and the device's name."""
+    if "://" not in uri:
         return uri
-    from irtk.hal import registry
-    index = int(uri.partition("://")[2])
-    info = next(i for i in registry.get_driver("vulkan").enumerate_devices() if i.index == index)
-    return "vulkan-" + info.name.split(" (")[0].replace(" ", "_")
+    info = device_info(uri)
+    return f"{info.driver}-" + info.name.split(" (")[0].replace(" ", "_")
 
 
-URIS = all_device_uris()
-if any(u.startswith("vulkan://") for u in URIS):
-    URIS.append(next(u for u in URIS if u.startswith("vulkan://")).replace("vulkan", STAGED))
+# (id, URI, create_device options)
+DEVICES = [(_uri_id(uri), uri, {}) for uri in all_device_uris()]
+DEVICES += [(STAGED, uri, {"host_mapped": False}) for uri in vulkan_device_uris()[:1]]
 
 
-@pytest.fixture(scope="session", params=URIS, ids=[_uri_id(u) for u in URIS])
+@pytest.fixture(scope="session", params=[d[1:] for d in DEVICES], ids=[d[0] for d in DEVICES])
 def shared_device(request: pytest.FixtureRequest) -> Iterator[Device]:
-    device = make_device(request.param)
+    uri, options = request.param
+    device = make_device(uri, **options)
     yield device
     device.release()
 

@@ -1,4 +1,5 @@
-"""Fixtures for the CPU driver tests: a fresh device of each driver, and a per-test seeded RNG."""
+"""Fixtures for the CPU driver tests: a fresh device of each driver (with the suites' settings,
+tests/conftest.py), and a per-test seeded RNG."""
 from __future__ import annotations
 
 import zlib
@@ -7,15 +8,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from hal_cpu import CpuDevice, create_sync_driver, create_task_driver
+from hal_cpu import CpuDevice
+from tests.conftest import make_device
 
 
 def _make(driver: str) -> CpuDevice:
-    if driver == "local-sync":
-        return create_sync_driver().create_device(0)
-    device = create_task_driver(worker_count=3).create_device(0)
-    # Small chunks, so even the tests' small dispatches spread over the workers.
-    device.task_system.min_chunk_iterations = 64
+    device = make_device(driver)
+    assert isinstance(device, CpuDevice)
     return device
 
 

@@ -131,6 +131,24 @@ def test_drivers_enumerate_one_device_each(monkeypatch):
         create_sync_driver().create_device(1)
 
 
+def test_registry_makes_new_drivers_with_their_options():
+    """`create_driver` is the registry's factory with options, apart from the shared driver:
+    here local-task's pool size and how finely it splits a dispatch."""
+    driver = registry.create_driver("local-task", worker_count=2, min_chunk_iterations=100)
+    assert driver is not registry.get_driver("local-task")
+    dev = driver.create_device(0)
+    try:
+        assert dev.info.worker_count == 2
+        assert dev.task_system.split(1000, 1) == [(s, s + 100) for s in range(0, 1000, 100)]
+    finally:
+        dev.release()
+    with pytest.raises(DeviceError, match="unknown driver 'metal'; drivers: local-sync, "
+                                          "local-task"):
+        registry.create_driver("metal")
+    with pytest.raises(DeviceError, match="chunks of at least one iteration, got 0"):
+        create_task_driver(min_chunk_iterations=0)
+
+
 def test_registry_gives_a_working_local_task_device(rng):
     dev = registry.get_device("local-task")
     assert dev is registry.get_device("local-task")

@@ -51,6 +51,8 @@ def test_swiftshader_properties(driver):
     assert info.subgroup_size == 4
     assert info.max_workgroup_invocations == 256
     assert not (info.float16 or info.float64 or info.int8 or info.int64)
+    assert not (info.storage_buffer_8bit or info.storage_buffer_16bit)
+    assert info.texel_array_indexing
     assert not info.push_descriptors
     assert info.extra["minStorageBufferOffsetAlignment"] == "256"
     assert info.extra["driver_name"] == "SwiftShader driver"
@@ -63,6 +65,8 @@ def test_lavapipe_properties(driver):
     assert info.subgroup_size == 8
     assert info.max_workgroup_invocations == 1024
     assert info.float16 and info.float64 and info.int8 and info.int16 and info.int64
+    assert info.storage_buffer_8bit and info.storage_buffer_16bit
+    assert not info.texel_array_indexing  # lavapipe 22.3
     assert info.push_descriptors
     assert info.extra["maxStorageBufferRange"] == str(128 << 20)
     assert info.extra["driver_name"] == "llvmpipe"

@@ -240,10 +240,9 @@ def test_typed_code_runs_where_supported_and_is_refused_elsewhere(device, rng, n
     data = typed_kernels.typed_executable(name)
     dtype = typed_kernels.TYPES[name][0]
     field, feature, words = _MISSING[name]
-    storage = {k: v for k, v in typed_kernels.TYPES[name][4].items() if k.startswith("storage")}
-    storage_ok = all(device.info.extra.get(
-        "storageBuffer8BitAccess" if "8" in k else "storageBuffer16BitAccess") == "true"
-        for k in storage)
+    storage = [k for k in typed_kernels.TYPES[name][4] if k.startswith("storage")]
+    storage_ok = all(device.info.storage_buffer_8bit if "8" in k else
+                     device.info.storage_buffer_16bit for k in storage)
     if not getattr(device.info, field):
         refused_without_objects(device, data, rf"executable needs {feature}; device "
                                               rf"'{_re(device.info.name)}' has no {words}")

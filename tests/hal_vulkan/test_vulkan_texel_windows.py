@@ -131,8 +131,7 @@ def test_windowed_row_sums_match_numpy(device, rng, shape, offset):
     assert bool(compiled.texel_windows) == (compiled.strategy == "reduction") == (shape != (5, 3))
     x = rng.standard_normal(shape).astype(np.float32)
     out = rng.standard_normal(rows).astype(np.float32)
-    if compiled.texel_windows and \
-            device.info.extra.get("shaderUniformTexelBufferArrayDynamicIndexing") != "true":
+    if compiled.texel_windows and not device.info.texel_array_indexing:
         with pytest.raises(DeviceError, match="needs shaderUniformTexelBufferArrayDynamic"
                                               "Indexing; device .* has no dynamic indexing"):
             device.create_executable("vulkan-spirv-fb", pack_executable([compiled], profile))
@@ -213,13 +212,13 @@ def test_devices_are_checked_for_windows():
     spec = parse_executable(_executable())
     info = DeviceInfo(driver="vulkan", name="Tiny GPU", api_version="1.2.0", subgroup_size=4,
                       max_workgroup_invocations=256, shared_memory_bytes=32768,
+                      texel_array_indexing=True,
                       extra={"maxPushConstantsSize": "128",
-                             "shaderUniformTexelBufferArrayDynamicIndexing": "true",
                              "maxTexelBufferElements": "65536",
                              "maxPerStageDescriptorSampledImages": "200"})
     assert requirements.problems(spec, info) == []
-    poor = dataclasses.replace(info, extra={
-        "maxPushConstantsSize": "128", "shaderUniformTexelBufferArrayDynamicIndexing": "false",
+    poor = dataclasses.replace(info, texel_array_indexing=False, extra={
+        "maxPushConstantsSize": "128",
         "maxTexelBufferElements": "512", "maxPerStageDescriptorSampledImages": "8"})
     found = requirements.problems(spec, poor)
     assert "executable needs shaderUniformTexelBufferArrayDynamicIndexing; device 'Tiny GPU' " \

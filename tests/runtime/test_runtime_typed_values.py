@@ -15,7 +15,7 @@ from irtk import hal
 from irtk.errors import InputError
 from irtk.hal import numerics
 from irtk.runtime import TypedArray, format_output, format_results, parse_input
-from tests.conftest import all_device_uris
+from tests.conftest import all_device_uris, target_for
 
 ET = hal.ElementType
 DEVICES = all_device_uris()
@@ -105,8 +105,7 @@ def small_types_modules() -> dict[str, bytes]:
 @pytest.mark.parametrize("device", DEVICES)
 def test_api_takes_and_returns_types_numpy_lacks(small_types_modules, device):
     rng = rng_for("api", device)
-    m = irtk.load(small_types_modules["vulkan-spirv" if device.startswith("vulkan") else "cpu"],
-                  device=device)
+    m = irtk.load(small_types_modules[target_for(device)], device=device)
     a = TypedArray.from_values(rng.standard_normal(6) * 40, ET.f8E4M3FN)
     b = rng.standard_normal(6) * 30           # plain float64: rounded to f8E5M2 on the way in
     h = rng.standard_normal(6).astype(np.float32)

@@ -10,16 +10,17 @@ docs/cpu_kernels.md describes the format.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import flatbuffers
 
+from irtk.compiler.codegen import Codegen, Launch
 from irtk.compiler.kernel import AffineMap, Grid, GridAxis, Kernel, Operand
 from irtk.errors import CompileError
 from schemas import CPU_EXECUTABLE_IDENTIFIER
 from schemas import cpu_executable as fb
 
-FORMAT = "cpu-kernel-fb"
 MIN_WORK = 1 << 12          # parallel points x reduction length per tile, at least
 MAX_WORK = 1 << 18          # ... and at most, when the dispatch is large enough
 MAX_TILE = 1 << 16          # parallel points per tile
@@ -81,6 +82,23 @@ def pack_executable(kernels: list[Kernel]) -> tuple[bytes, list[CpuKernel]]:
     builder = flatbuffers.Builder(1024)
     builder.Finish(exe.Pack(builder), file_identifier=CPU_EXECUTABLE_IDENTIFIER)
     return bytes(builder.Output()), plans
+
+
+class CpuCodegen(Codegen):
+    """The cpu target's code generator, as the compiler driver calls it
+    (irtk/compiler/target_backends.py); the target has no profiles."""
+
+    def compile_kernel(self, kernel: Kernel, profile: None) -> CpuKernel:
+        """The kernel's launch plan, after packing it alone: that checks it as hal_cpu will."""
+        return pack_executable([kernel])[1][0]
+
+    def pack_executable(self, kernels: Sequence[Kernel], compiled: Sequence[CpuKernel],
+                        profile: None) -> tuple[bytes, list[Launch]]:
+        data, plans = pack_executable(list(kernels))
+        return data, [plan.grid for plan in plans]
+
+
+CODEGEN = CpuCodegen()
 
 
 def _kernel_def(kernel: Kernel, plan: CpuKernel) -> fb.KernelDefT:

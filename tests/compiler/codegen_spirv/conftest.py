@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from irtk.compiler.codegen.spirv import (EXECUTABLE_FORMAT, SpirvKernel, compile_kernel,
-                                         pack_executable)
+from irtk.compiler.codegen.spirv import SpirvKernel, compile_kernel, pack_executable
 from irtk.compiler.kernel import Kernel
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
+from schemas import VULKAN_EXECUTABLE_FORMAT
 
 from .reference import FLOATS, encode, from_storage, to_storage
 
@@ -61,7 +61,8 @@ class VulkanRunner:
         def shape(o) -> tuple[int, ...]:
             return tuple(d if isinstance(d, int) else int(named[d]) for d in o.shape)
         dev = self.device
-        executable = dev.create_executable(EXECUTABLE_FORMAT, pack_executable([sk], self.profile))
+        executable = dev.create_executable(VULKAN_EXECUTABLE_FORMAT,
+                                           pack_executable([sk], self.profile))
         buffers = {}
         for operand, data in zip(kernel.inputs, inputs):
             buffers[operand.binding] = dev.allocator.allocate_with_data(

@@ -1,6 +1,8 @@
 """Code generation without a device: valid modules, launch shapes, interfaces, errors, packing."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from irtk.compiler.codegen.spirv.elementwise import offset_terms
 from irtk.compiler.kernel import AffineMap, Op, Operand
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
 from irtk.errors import CompileError
+from irtk.hal import CAPABILITIES
 from schemas import VULKAN_EXECUTABLE_IDENTIFIER
 from schemas import vulkan_executable as fb
 from spirv import tools
@@ -224,6 +227,22 @@ def test_pack_executable_rejects_duplicate_entry_points():
     kernel = compile_kernel(single_op("arith.negf", ["f32"], "f32"), DEFAULT)
     with pytest.raises(CompileError, match="duplicate"):
         pack_executable([kernel, kernel], DEFAULT)
+
+
+# Needs a kernel may have whatever its profile says: native f16 for contractions too large to
+# emulate, texel windows (chosen by the profile's texel_window).
+_BEYOND_PROFILE = ("float16", "texel_array_indexing")
+
+
+@pytest.mark.parametrize("capability", [c for c in CAPABILITIES if c.name not in _BEYOND_PROFILE],
+                         ids=lambda c: c.name)
+def test_packing_refuses_a_capability_the_profile_does_not_offer(capability):
+    kernel = dataclasses.replace(compile_kernel(single_op("arith.negf", ["f32"], "f32"), DEFAULT),
+                                 requirements={capability.name: True})
+    with pytest.raises(CompileError, match=f"a kernel needs {capability.name}, which target "
+                                           f"profile 'default' does not offer"):
+        pack_executable([kernel], DEFAULT)
+    pack_executable([kernel], dataclasses.replace(DEFAULT, **{capability.name: True}))
 
 
 def test_hal_vulkan_accepts_the_packed_format():

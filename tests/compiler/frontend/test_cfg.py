@@ -16,7 +16,7 @@ import irtk
 from irtk.compiler import tir
 from irtk.compiler.frontend import cfg, parse_program
 from tests.compiler.frontend.helpers import RNG, SEED, close, f32, run
-from tests.conftest import vulkan_device_uris
+from tests.conftest import target_for, vulkan_device_uris
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = ROOT / "tests" / "conformance" / "iree_e2e" / "regression" / \
@@ -358,8 +358,7 @@ DEVICES = ["local-task"] + [d for d in vulkan_device_uris()][:1]
 
 
 def compiled(text: str, device: str) -> bytes:
-    return irtk.compile_str(text, target="vulkan-spirv" if device.startswith("vulkan")
-                            else "cpu", filename="cfg.mlir")
+    return irtk.compile_str(text, target=target_for(device), filename="cfg.mlir")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -390,7 +389,7 @@ def test_lifted_programs_run_on_the_device(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_conformance_function_runs_with_its_run_line_input(device, tmp_path):
     """IREE's RUN line passes --input="1": the cf.cond_br takes ^bb2, a splat of ones."""
-    target = "vulkan-spirv" if device.startswith("vulkan") else "cpu"
+    target = target_for(device)
     vmfb = tmp_path / "cfg.vmfb"
     p = irtk_cli("compile", str(CONFORMANCE), f"--target={target}", "-o", str(vmfb))
     assert p.returncode == 0, p.stderr

@@ -15,12 +15,16 @@ import numpy as np
 from irtk.compiler.kernel import Grid
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
+from irtk.hal.capabilities import CAPABILITIES
 from irtk.hal.executable import ExecutableRequirements
-from schemas import VULKAN_EXECUTABLE_IDENTIFIER
+from schemas import VULKAN_EXECUTABLE_IDENTIFIER, object_api_name
 from schemas import vulkan_executable as fb
 
-EXECUTABLE_FORMAT = "vulkan-spirv-fb"
 _REQUIREMENT_KEYS = frozenset(f.name for f in fields(ExecutableRequirements))
+# Capabilities a kernel may need beyond its profile's: strategy.py compiles f16 contractions too
+# large to emulate with native f16 on any profile, and texel windows (texel_array_indexing)
+# follow the profile's `texel_window`, not a capability flag.
+_BEYOND_PROFILE = frozenset({"float16", "texel_array_indexing"})
 
 
 @dataclass
@@ -84,10 +88,10 @@ def merged_requirements(kernels: list[SpirvKernel],
                                    f"subgroup sizes ({merged[key]} and {value})")
             else:
                 merged[key] = max(int(merged.get(key, 0)), int(value))
-    # float16 may be needed beyond the profile: strategy.py compiles f16 contractions too
-    # large to emulate with native f16.
-    for feature in ("float64", "int8", "int16", "int64"):
-        if merged.get(feature) and not getattr(profile, feature):
+    for capability in CAPABILITIES:
+        feature = capability.name
+        if feature not in _BEYOND_PROFILE and merged.get(feature) \
+                and not getattr(profile, feature):
             raise CompileError(f"vulkan-spirv: a kernel needs {feature}, which target profile "
                                f"'{profile.name}' does not offer")
     return ExecutableRequirements(**merged)  # type: ignore[arg-type]
@@ -125,12 +129,11 @@ def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes
 
     requirements = fb.RequirementsDefT()
     requirements.subgroupSize = req.subgroup_size
-    requirements.float16, requirements.float64 = req.float16, req.float64
-    requirements.int8, requirements.int16, requirements.int64 = req.int8, req.int16, req.int64
+    for capability in CAPABILITIES:
+        setattr(requirements, object_api_name(capability.name), getattr(req, capability.name))
     requirements.maxWorkgroupInvocations = req.max_workgroup_invocations
     requirements.sharedMemoryBytes = req.shared_memory_bytes
     requirements.pushConstantBytes = req.push_constant_bytes
-    requirements.texelArrayIndexing = req.texel_array_indexing
     major, minor = profile.spirv_version
     requirements.spirvVersion = (major << 16) | (minor << 8)
     vk_major, vk_minor = profile.vulkan_version
