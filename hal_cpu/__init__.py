@@ -10,7 +10,8 @@ from hal_cpu.buffer import CpuAllocator, CpuBuffer
 from hal_cpu.command_buffer import CpuCommandBuffer
 from hal_cpu.device import CpuDevice
 from hal_cpu.driver import CpuDriver, create_sync_driver, create_task_driver
-from hal_cpu.executable import EXECUTABLE_FORMAT, CpuExecutable
+from hal_cpu.executable import CpuExecutable
+from schemas import CPU_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 from hal_cpu.semaphore import CpuSemaphore
 
 __all__ = [

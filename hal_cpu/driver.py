@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from hal_cpu.device import CpuDevice
-from hal_cpu.executable import EXECUTABLE_FORMAT
+from schemas import CPU_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 from hal_cpu.task_system import MIN_CHUNK_ITERATIONS
 from irtk.errors import DeviceError
 from irtk.hal.device import DeviceInfo
