@@ -133,15 +133,8 @@ def compose(outer: AffineMap, inner: AffineMap) -> AffineMap:
 def permutation_inverse(m: AffineMap) -> AffineMap | None:
     """The inverse of a permutation map (square, one coefficient 1 per row and column)."""
     n = m.num_dims
-    if len(m.rows) != n:
-        return None
-    perm = []
-    for row in m.rows:
-        nz = [j for j in range(n) if row[j]]
-        if len(nz) != 1 or row[nz[0]] != 1 or row[-1] != 0:
-            return None
-        perm.append(nz[0])
-    if sorted(perm) != list(range(n)):
+    perm = m.row_loops()
+    if len(perm) != n or None in perm or sorted(perm) != list(range(n)):  # type: ignore[type-var]
         return None
     rows = [None] * n
     for r, j in enumerate(perm):
@@ -152,13 +145,8 @@ def permutation_inverse(m: AffineMap) -> AffineMap | None:
 def scatter_inverse(out_map: AffineMap, parallel: tuple[int, ...]) -> AffineMap | None:
     """For an output map that is a permutation of the parallel loops: the map from the loop
     nest's points to the output's index space (the map itself, when it is such a bijection)."""
-    used = []
-    for row in out_map.rows:
-        nz = [j for j in range(out_map.num_dims) if row[j]]
-        if len(nz) != 1 or row[nz[0]] != 1 or row[-1] != 0:
-            return None
-        used.append(nz[0])
-    if sorted(used) != sorted(parallel):
+    used = out_map.row_loops()
+    if None in used or sorted(used) != sorted(parallel):  # type: ignore[type-var]
         return None
     return out_map
 
@@ -253,7 +241,7 @@ class _FunctionFormer:
         c = Cluster(op, tuple(op.attrs["iterator_types"]), ins, outs, op.location)
         c.static_ranges = [None] * c.num_loops
         for value, m in [(i.value, i.map) for i in ins] + [(o.init, o.map) for o in outs]:
-            for j, size in _direct_extents(value, m, c.num_loops):
+            for j, size in _direct_extents(value, m):
                 if size is not None:
                     c.static_ranges[j] = size
         values: list[Node] = [Node("input", [], v.value.type.element_type, ref=v) for v in ins]
@@ -317,7 +305,7 @@ class _FunctionFormer:
             to_p = compose(inverse, target.map)  # type: ignore[arg-type]
             operands += [(pin.value, compose(pin.map, to_p)) for pin in p.inputs
                          if pin.map is not None]
-        covered = {j for v, m in operands for j, _ in _direct_extents(v, m, c.num_loops)}
+        covered = {j for v, m in operands for j, _ in _direct_extents(v, m)}
         return dynamic <= covered
 
     def inline_producer(self, c: Cluster, target: Input, p: Cluster) -> None:
@@ -553,18 +541,16 @@ class _FunctionFormer:
         for value, m in operands:
             if m is None:
                 continue
-            for r, row in enumerate(m.rows):
-                nz = [j for j in range(c.num_loops) if row[j]]
-                if len(nz) == 1 and row[nz[0]] == 1 and row[-1] == 0 and ranges[nz[0]] is None \
+            for r, j in enumerate(m.row_loops()):
+                if j is not None and ranges[j] is None \
                         and value.type.shape[r] is not None:  # type: ignore[union-attr]
-                    ranges[nz[0]] = value.type.shape[r]  # type: ignore[union-attr]
+                    ranges[j] = value.type.shape[r]  # type: ignore[union-attr]
         for value, m in operands:
             if m is None:
                 continue
-            for r, row in enumerate(m.rows):
-                nz = [j for j in range(c.num_loops) if row[j]]
-                if len(nz) == 1 and row[nz[0]] == 1 and row[-1] == 0 and ranges[nz[0]] is None:
-                    ranges[nz[0]] = dim(value, r)
+            for r, j in enumerate(m.row_loops()):
+                if j is not None and ranges[j] is None:
+                    ranges[j] = dim(value, r)
         ranges = [r if r is not None else c.static_ranges[j] for j, r in enumerate(ranges)]
         if any(r is None for r in ranges):
             raise self.error(c.op, "cannot infer the loop ranges from the indexing maps")
@@ -573,11 +559,9 @@ class _FunctionFormer:
             """Dims that index a loop directly share its extent (the host checks they match)."""
             out = []
             for d in range(len(value.type.shape)):  # type: ignore[union-attr]
-                row = m.rows[d] if m is not None else None
-                nz = [j for j in range(c.num_loops) if row and row[j]]
-                if row and len(nz) == 1 and row[nz[0]] == 1 and row[-1] == 0 \
-                        and value.type.shape[d] is None:  # type: ignore[union-attr]
-                    out.append(ranges[nz[0]])
+                j = m.row_loop(d) if m is not None else None
+                if j is not None and value.type.shape[d] is None:  # type: ignore[union-attr]
+                    out.append(ranges[j])
                 else:
                     out.append(dim(value, d))
             return tuple(out)  # type: ignore[arg-type]
@@ -666,18 +650,13 @@ class _FunctionFormer:
         return name
 
 
-def _direct_extents(value: tir.Value, m: AffineMap | None,
-                    num_loops: int) -> list[tuple[int, int | None]]:
+def _direct_extents(value: tir.Value, m: AffineMap | None) -> list[tuple[int, int | None]]:
     """(loop, static size or None) for each dim of `value` that a loop index addresses
     directly (map row exactly d_j)."""
     if m is None:
         return []
-    out = []
-    for r, row in enumerate(m.rows):
-        nz = [j for j in range(num_loops) if row[j]]
-        if len(nz) == 1 and row[nz[0]] == 1 and row[-1] == 0:
-            out.append((nz[0], value.type.shape[r]))  # type: ignore[union-attr]
-    return out
+    return [(j, value.type.shape[r])  # type: ignore[union-attr]
+            for r, j in enumerate(m.row_loops()) if j is not None]
 
 
 def _movable(op: tir.Op) -> bool:

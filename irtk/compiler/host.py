@@ -702,11 +702,10 @@ class FunctionGen(ControlFlowLowering):
         for operand, tv in zip(kern.inputs + kern.outputs, tensors):
             if operand.map is None:
                 continue
-            for r, row in enumerate(operand.map.rows):
-                nz = [j for j in range(len(kern.loop_ranges)) if row[j]]
-                if len(nz) != 1 or row[nz[0]] != 1 or row[-1] != 0:
+            for r, j in enumerate(operand.map.row_loops()):
+                if j is None:
                     continue
-                extent = kern.loop_ranges[nz[0]]
+                extent = kern.loop_ranges[j]
                 have = tv.dims[r]
                 if isinstance(extent, int) and isinstance(have, int):
                     continue
