@@ -21,7 +21,7 @@ import numpy as np
 from irtk.compiler import host_arith
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
-from irtk.compiler.dispatch import fill_pattern
+from irtk.compiler.constants import fill_pattern
 from irtk.compiler.host_control import ControlFlowLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.compiler.stream import StreamPlan
