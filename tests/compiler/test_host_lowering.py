@@ -13,7 +13,7 @@ import pytest
 import irtk
 from irtk.compiler import tir
 from irtk.compiler.driver import compile_program, parse_dump_phases
-from irtk.compiler.host import HOST_FILL_BYTES
+from irtk.compiler.host_dispatch import HOST_FILL_BYTES
 from irtk.compiler.kernel import Op
 from irtk.vm.disassembler import disassemble_module
 from tests.compiler.tir_build import S, T, function, program
