@@ -20,6 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from irtk.compiler.frontend import named_ops
 from irtk.compiler.frontend.body import Unsupported
+from irtk.compiler.frontend.convert import affine_map
 from irtk.compiler.frontend.dialects import util
 from irtk.compiler.frontend.dialects.linalg import (GenericOp, NamedOp, PackOp, UnpackOp,
                                                     YieldOp)
@@ -86,7 +87,6 @@ def _element(t: Attribute) -> Attribute:
 
 
 def _generic(op: GenericOp) -> None:
-    from irtk.compiler.frontend.importer import affine_map
     operands = list(op.inputs) + list(op.outputs)
     maps: list[AffineMap | None] = []
     for k, (v, m) in enumerate(zip(operands, op.indexing_maps)):
