@@ -79,6 +79,7 @@ def _keeps_dynamic_extents(c: Cluster, value: tir.Value, p: Cluster) -> bool:
 
 
 def _inline_producer(c: Cluster, target: Input, p: Cluster) -> None:
+    """Replace `c`'s reads of input `target` by `p`'s body, moved into `c`'s loop nest."""
     to_p = compose(permutation_inverse(p.outputs[0].map), target.map)  # type: ignore[arg-type]
     new_inputs: dict[int, Input] = {}
     for pin in p.inputs:
