@@ -8,14 +8,13 @@ submitted before every branch: a segment never spans blocks.
 from __future__ import annotations
 
 from irtk.compiler import tir
+from irtk.compiler.host_buffers import BufferLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.types import SCALAR_TYPES
 from irtk.vm.writer import Label, Reg
 
 
-class ControlFlowLowering:
-    """Mixed into host.FunctionGen (which provides registers, values and flushing)."""
-
+class ControlFlowLowering(BufferLowering):
     def carried(self, values: list[tir.Value]) -> list[TensorVal | Reg]:
         """Fixed registers for values carried across blocks (region args, results)."""
         out: list[TensorVal | Reg] = []

@@ -76,15 +76,24 @@ class AffineMap:
         return AffineMap(num_dims, tuple(
             tuple(1 if j == i else 0 for j in range(num_dims + 1)) for i in range(num_dims)))
 
+    def row_loop(self, r: int) -> int | None:
+        """The loop whose index row `r` is, exactly (coefficient 1, no symbol, constant 0), so
+        that the operand's dim `r` walks that loop and shares its extent; None for any other
+        row (a broadcast, a window, a stride, an offset)."""
+        row = self.rows[r]
+        used = [j for j, c in enumerate(row[:-1]) if c]
+        if len(used) == 1 and used[0] < self.num_dims and row[used[0]] == 1 and row[-1] == 0:
+            return used[0]
+        return None
+
+    def row_loops(self) -> tuple[int | None, ...]:
+        """`row_loop` of every row, in order."""
+        return tuple(self.row_loop(r) for r in range(len(self.rows)))
+
     def is_permutation_or_projection(self) -> bool:
         """Each result is one loop index (coefficient 1) or a constant 0 (a broadcast dim)."""
-        for row in self.rows:
-            coeffs, const = row[:-1], row[-1]
-            nonzero = [c for c in coeffs if c != 0]
-            if not ((len(nonzero) == 1 and nonzero[0] == 1 and const == 0)
-                    or (not nonzero and const == 0)):
-                return False
-        return True
+        return all(self.row_loop(r) is not None or not any(row)
+                   for r, row in enumerate(self.rows))
 
     def used_dims(self) -> frozenset[int]:
         return frozenset(j for row in self.rows for j in range(self.num_dims) if row[j])

@@ -52,15 +52,10 @@ def covers_output(kernel: K.Kernel, k: int) -> bool:
     """Whether the kernel writes every element of output k."""
     o = kernel.outputs[k]
     parallel = kernel.parallel_dims
-    used = []
-    for r, row in enumerate(o.map.rows):  # type: ignore[union-attr]
-        nz = [j for j in range(len(kernel.loop_ranges)) if row[j]]
-        if len(nz) != 1 or row[nz[0]] != 1 or row[-1] != 0:
-            return False
-        if kernel.loop_ranges[nz[0]] != o.shape[r]:
-            return False
-        used.append(nz[0])
-    return sorted(used) == sorted(parallel)
+    used = o.map.row_loops()  # type: ignore[union-attr]
+    if any(j is None or kernel.loop_ranges[j] != o.shape[r] for r, j in enumerate(used)):
+        return False
+    return sorted(used) == sorted(parallel)  # type: ignore[type-var]
 
 
 def plan_function(function: tir.Function) -> StreamPlan:

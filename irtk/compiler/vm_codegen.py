@@ -15,16 +15,18 @@ import numpy as np
 
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
-from irtk.compiler.host import FunctionGen, cconv, element_type_code
+from irtk.compiler.host import FunctionGen, cconv
+from irtk.compiler.host_buffers import element_type_code
+from irtk.compiler.module_context import Launch
 from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal import numerics
+from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.modules import hal_types
 from irtk.types import SCALAR_TYPES
 from irtk.vm.refs import VM_BUFFER
 from irtk.vm.writer import FunctionBuilder, Label, ModuleWriter, Reg
 
-DENSE_ROW_MAJOR = 1
 FAILED_PRECONDITION = 9   # IREE's status code for "the device cannot run this module"
 UNIMPLEMENTED = 12        # a function the compiler could not lower
 
@@ -59,9 +61,6 @@ HAL_IMPORTS = {
     "hal.device.queue.execute.indirect": "0rIrrrCrIID_v",
 }
 
-Launch = tuple[int, int, int] | K.Grid
-
-
 @dataclass
 class ExecutableVariant:
     """One target's executable for the whole module: kernels in `kernels` order, and how many
@@ -80,6 +79,9 @@ def program_kernels(program: tir.Program) -> list[K.Kernel]:
 
 
 class ModuleGen:
+    """The module being generated: what its functions share (module_context.ModuleContext),
+    and `__init`."""
+
     def __init__(self, program: tir.Program, plans: dict[str, StreamPlan],
                  variants: list[ExecutableVariant], name: str) -> None:
         self.program = program
@@ -95,10 +97,10 @@ class ModuleGen:
             self.w.add_type(t.name)
         self.strings: dict[str, int] = {}
         self.blobs: dict[bytes, int] = {}
-        self.g_device = self.w.add_global("ref")
-        self.g_allocator = self.w.add_global("ref")
-        self.g_executable = self.w.add_global("ref")
-        self.g_variant = self.w.add_global("i32")
+        self.device_global = self.w.add_global("ref")
+        self.allocator_global = self.w.add_global("ref")
+        self.executable_global = self.w.add_global("ref")
+        self.variant_global = self.w.add_global("i32")
         self.kernels = program_kernels(program)
         self.kernel_ordinals = {id(k): i for i, k in enumerate(self.kernels)}
         self.g_workgroups: dict[int, tuple[int, int, int]] = {}
@@ -144,23 +146,6 @@ class ModuleGen:
             self.blobs[data] = self.w.add_rodata(name, "application/octet-stream", data)
         return self.blobs[data]
 
-    def _load(self, fg: FunctionGen, global_: int, key: str) -> Reg:
-        cache_key = ("global", key)
-        if cache_key not in fg.consts:
-            r = fg.new("ref")
-            fg.b.emit("global.load.ref", r.index, global_)
-            fg.consts[cache_key] = r  # type: ignore[index]
-        return fg.consts[cache_key]  # type: ignore[index]
-
-    def device(self, fg: FunctionGen) -> Reg:
-        return self._load(fg, self.g_device, "device")
-
-    def allocator(self, fg: FunctionGen) -> Reg:
-        return self._load(fg, self.g_allocator, "allocator")
-
-    def executable(self, fg: FunctionGen) -> Reg:
-        return self._load(fg, self.g_executable, "executable")
-
     def constant_global(self, op: tir.Op) -> int:
         t: tir.TensorType = op.result.type  # type: ignore[assignment]
         data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
@@ -197,7 +182,7 @@ class ModuleGen:
         for global_, commands, slots in self.segments:
             cmd = fg.new("ref")
             fg.call("hal.command_buffer.create",
-                    [self.device(fg), zero, fg.const("i32", 1), fg.const("i32", slots)], [cmd])
+                    [fg.device(), zero, fg.const("i32", 1), fg.const("i32", slots)], [cmd])
             null = fg.new("ref")
             b.emit("const.ref.null", null.index)
             for c in commands:
@@ -216,7 +201,7 @@ class ModuleGen:
                     regs += [fg.const("i32", slot), null, fg.const("i64", 0),
                              fg.const("i64", length)]
                 fg.call_variadic("hal.command_buffer.dispatch", [0, len(bindings)],
-                                 [cmd, self.executable(fg), fg.const("i32", ordinal), *grid,
+                                 [cmd, fg.executable(), fg.const("i32", ordinal), *grid,
                                   fg.const("i64", 0), *regs], [])
             fg.call("hal.command_buffer.finalize", [cmd], [])
             b.emit("global.store.ref", global_, cmd.index)
@@ -224,71 +209,11 @@ class ModuleGen:
     def kernel_ordinal(self, kernel: K.Kernel) -> int:
         return self.kernel_ordinals[id(kernel)]
 
-    def workgroups(self, fg: FunctionGen, ordinal: int, kernel: K.Kernel,
-                   params: dict[str, Reg]) -> list[Reg]:
-        """The launch of dispatch `ordinal`: set in __init when static, else evaluated from the
-        grid rule of each variant and selected by the variant `__init` chose."""
-        if ordinal in self.g_workgroups:
-            out = []
-            for g in self.g_workgroups[ordinal]:
-                r = fg.new("i32")
-                fg.b.emit("global.load.i32", r.index, g)
-                out.append(r)
-            return out
-        ranges = [fg.const("i64", r) if isinstance(r, int) else params[r]
-                  for r in kernel.loop_ranges]
-        per_variant = [self._grid_counts(fg, v.launches[ordinal], ranges, kernel)
-                       for v in self.variants]
-        if len(per_variant) == 1:
-            return per_variant[0]
-        variant = fg.new("i32")
-        fg.b.emit("global.load.i32", variant.index, self.g_variant)
-        out = list(per_variant[0])
-        for i, counts in enumerate(per_variant[1:], 1):
-            is_i = fg.new("i32")
-            fg.b.emit("cmp.eq.i32", is_i.index, variant.index, fg.const("i32", i).index)
-            merged = []
-            for a, c in zip(out, counts):
-                r = fg.new("i32")
-                fg.b.emit("select.i32", r.index, is_i.index, c.index, a.index)
-                merged.append(r)
-            out = merged
-        return out
+    def workgroup_globals(self, ordinal: int) -> tuple[int, int, int] | None:
+        return self.g_workgroups.get(ordinal)
 
-    @staticmethod
-    def _grid_counts(fg: FunctionGen, launch: Launch, ranges: list[Reg],
-                     kernel: K.Kernel) -> list[Reg]:
-        if not isinstance(launch, K.Grid):
-            raise CompileError(f"dispatch {kernel.name} has dynamic extents but its code "
-                               "generator gave no grid rule")
-        axes = []
-        for axis in (launch.x, launch.y, launch.z):
-            n = fg.const("i64", 1)
-            for d in axis.dims:
-                r = fg.new("i64")
-                fg.b.emit("mul.i64", r.index, n.index, ranges[d].index)
-                n = r
-            if axis.divisor != 1:
-                r = fg.new("i64")
-                fg.b.emit("add.i64", r.index, n.index, fg.const("i64", axis.divisor - 1).index)
-                fg.b.emit("div.s.i64", r.index, r.index, fg.const("i64", axis.divisor).index)
-                n = r
-            axes.append(n)
-        if launch.linear:  # (min(n, 65535), ceil(n / 65535), 1)
-            limit = fg.const("i64", 65535)
-            x = fg.new("i64")
-            fg.b.emit("min.s.i64", x.index, axes[0].index, limit.index)
-            y = fg.new("i64")
-            fg.b.emit("add.i64", y.index, axes[0].index, fg.const("i64", 65534).index)
-            fg.b.emit("div.s.i64", y.index, y.index, limit.index)
-            fg.b.emit("max.s.i64", y.index, y.index, fg.const("i64", 1).index)
-            axes = [x, y, fg.const("i64", 1)]
-        out = []
-        for a in axes:
-            r = fg.new("i32")
-            fg.b.emit("trunc.i64.i32", r.index, a.index)
-            out.append(r)
-        return out
+    def launches(self, ordinal: int) -> list[Launch]:
+        return [v.launches[ordinal] for v in self.variants]
 
     # -- the module ----------------------------------------------------------------------
     def generate(self) -> bytes:
@@ -320,10 +245,10 @@ class ModuleGen:
         b = fg.b
         dev = fg.new("ref")
         fg.call("hal.device.default", [], [dev])
-        b.emit("global.store.ref", self.g_device, dev.index)
+        b.emit("global.store.ref", self.device_global, dev.index)
         alloc = fg.new("ref")
         fg.call("hal.device.allocator", [dev], [alloc])
-        b.emit("global.store.ref", self.g_allocator, alloc.index)
+        b.emit("global.store.ref", self.allocator_global, alloc.index)
         ready, fail = Label(), Label()
         if not self.variants:  # nothing to dispatch: no executable to pick
             fg.br(ready)
@@ -363,8 +288,8 @@ class ModuleGen:
             b.emit("const.ref.null", null.index)
             exe = fg.new("ref")
             fg.call("hal.executable.create", [dev, fmt, data, null], [exe])
-            b.emit("global.store.ref", self.g_executable, exe.index)
-            b.emit("global.store.i32", self.g_variant, fg.const("i32", i).index)
+            b.emit("global.store.ref", self.executable_global, exe.index)
+            b.emit("global.store.i32", self.variant_global, fg.const("i32", i).index)
             for ordinal, globals_ in self.g_workgroups.items():
                 launch = v.launches[ordinal]
                 kern = self.kernels[ordinal]
@@ -390,7 +315,7 @@ class ModuleGen:
         buf = fg.new("ref")
         zero = fg.const("i32", 0)
         fg.call("hal.allocator.allocate.initialized",
-                [self.allocator(fg), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
+                [fg.allocator(), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
                  fg.const("i64", len(data))], [buf])
         return buf
 

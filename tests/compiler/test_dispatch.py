@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from irtk.compiler import tir
-from irtk.compiler.dispatch import compose, fill_pattern, form_dispatches, permutation_inverse
+from irtk.compiler.constants import fill_pattern
+from irtk.compiler.dispatch import form_dispatches
 from irtk.compiler.kernel import AffineMap, Op
 from tests.compiler.tir_build import S, T, amap, function, identity, program, projection, region
 from tests.e2e import host_programs as P
@@ -23,15 +24,6 @@ def formed(*functions: tir.Function) -> tir.Program:
 
 def exp_op(v: int = 0) -> Op:
     return Op("math.exp", (v,), "f32")
-
-
-def test_compose_and_invert_maps():
-    transpose = amap(2, (0, 1, 0), (1, 0, 0))
-    assert permutation_inverse(transpose) == transpose
-    assert compose(transpose, transpose) == identity(2)
-    shifted = amap(2, (1, 0, 3), (0, 2, 0))
-    assert compose(shifted, transpose).rows == ((0, 1, 3), (2, 0, 0))
-    assert permutation_inverse(projection(3, (0, 1))) is None
 
 
 def test_elementwise_chain_through_a_transpose_is_one_dispatch():

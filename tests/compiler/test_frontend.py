@@ -69,3 +69,13 @@ def test_index_division_by_zero_is_not_folded():
   return %q : index
 }""", "div.mlir")
     assert "arith.divui" in [op.kind for op in program.function("main").body.ops]
+
+
+def test_function_importer_provides_what_the_lowerings_ask_of_it():
+    from irtk.compiler.frontend.import_context import ImportContext
+    from irtk.compiler.frontend.importer import FunctionImporter, ProgramImporter
+    module, source_map = parse_mlir(GOOD, "good.mlir")
+    imp = FunctionImporter(ProgramImporter(module, source_map, "good.mlir"), module.ops.first)
+    wanted = set(ImportContext.__annotations__) | {
+        name for name, v in vars(ImportContext).items() if callable(v) and name[0] != "_"}
+    assert wanted and not [name for name in wanted if not hasattr(imp, name)]

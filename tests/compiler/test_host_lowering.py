@@ -13,8 +13,10 @@ import pytest
 import irtk
 from irtk.compiler import tir
 from irtk.compiler.driver import compile_program, parse_dump_phases
-from irtk.compiler.host import HOST_FILL_BYTES
+from irtk.compiler.host_dispatch import HOST_FILL_BYTES
 from irtk.compiler.kernel import Op
+from irtk.compiler.module_context import ModuleContext
+from irtk.compiler.vm_codegen import ModuleGen
 from irtk.vm.disassembler import disassemble_module
 from tests.compiler.tir_build import S, T, function, program
 from tests.e2e import host_programs as P
@@ -36,6 +38,13 @@ def function_text(data: bytes, name: str) -> str:
 
 def calls(text: str, name: str) -> int:
     return len(re.findall(rf"@{re.escape(name)}[ (\[]", text))
+
+
+def test_module_generator_provides_what_host_lowering_asks_of_it():
+    module = ModuleGen(tir.Program([]), {}, [], "m")
+    wanted = set(ModuleContext.__annotations__) | {
+        name for name, v in vars(ModuleContext).items() if callable(v) and name[0] != "_"}
+    assert wanted and not [name for name in wanted if not hasattr(module, name)]
 
 
 def test_static_segments_are_recorded_once_and_resubmitted_with_bindings():

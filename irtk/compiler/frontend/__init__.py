@@ -2,7 +2,8 @@
 locations kept for diagnostics."""
 from irtk.compiler import tir
 from irtk.compiler.frontend.importer import import_program
-from irtk.compiler.frontend.parser import SourceMap, parse_mlir
+from irtk.compiler.frontend.parser import parse_mlir
+from irtk.compiler.frontend.source_map import SourceMap
 
 
 def parse_program(text: str, filename: str = "<string>") -> tir.Program:

@@ -2,7 +2,7 @@
 
 `Body` is the scalar program of one generic: block arguments first (inputs, then outputs), then
 one value per op. The importer's named-op and tensor-op lowerings write bodies directly; MLIR
-`linalg.generic` regions are translated op by op by `translate_block`.
+`linalg.generic` regions are translated op by op by `body_ops.translate_block`.
 """
 from __future__ import annotations
 

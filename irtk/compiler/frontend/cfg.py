@@ -19,16 +19,15 @@ parser's dominance check treats the blocks of one region in text order only).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from xdsl.dialects import cf, func
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Unsupported
-
-if TYPE_CHECKING:
-    from irtk.compiler.frontend.importer import FunctionImporter
+from irtk.compiler.frontend.convert import convert_type
+from irtk.compiler.frontend.import_context import ImportContext
 
 # Ops that join blocks copied into several paths may add to a lifted function, in all.
 MAX_DUPLICATED_OPS = 10_000
@@ -46,7 +45,7 @@ def is_unstructured(body: Region) -> bool:
                                and blocks[0].last_op.name.startswith("cf."))
 
 
-def lift_function(imp: "FunctionImporter", body: Region,
+def lift_function(imp: ImportContext, body: Region,
                   result_types: list[tir.Type]) -> None:
     """Import the blocks of `body` into the region on top of `imp.region_stack` (whose
     arguments are already bound to the entry block's) as straight-line ops and nested
@@ -80,7 +79,7 @@ def _successors(block: Block) -> tuple[Operation, list[tuple[Block, Sequence[SSA
 class _Lifter:
     """One function body's graph, its dominators and post-dominators, and the lifting."""
 
-    def __init__(self, imp: "FunctionImporter", body: Region,
+    def __init__(self, imp: ImportContext, body: Region,
                  result_types: list[tir.Type]) -> None:
         self.imp = imp
         self.result_types = result_types
@@ -270,7 +269,6 @@ class _Lifter:
             self.imp.values[arg] = v
 
     def _arg_types(self, i: int) -> list[tir.Type]:
-        from irtk.compiler.frontend.importer import convert_type
         return [convert_type(a.type, self.terms[i]) for a in self.blocks[i].args]
 
     def _check_types(self, values: list[tir.Value], types: list[tir.Type], op: Operation,

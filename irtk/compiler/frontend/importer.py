@@ -9,102 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from xdsl.dialects import arith, func, scf, tensor
-from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, FloatAttr, IndexType, IntegerAttr,
-                                   IntegerType, ModuleOp, TensorType)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from irtk.compiler import kernel, tir
 from irtk.compiler.frontend import cfg, named_ops, tensor_ops
-from irtk.compiler.frontend.body import Body, Unsupported, is_float
+from irtk.compiler.frontend.body import Body, Unsupported
+from irtk.compiler.frontend.body_ops import body_op_attrs, translate_block, translate_scalar_op
+from irtk.compiler.frontend.convert import affine_map, convert_type, dense_array
 from irtk.compiler.frontend.dialects import check, flow, util
-from irtk.compiler.frontend.dialects.linalg import GenericOp, IndexOp, NamedOp, PackOp, UnpackOp
-from irtk.compiler.frontend.parser import SourceMap
-from irtk.types import SCALAR_TYPES
-
-
-def constant_dtype(element_type: str) -> np.dtype:
-    """The numpy dtype a TIR constant holds `element_type` values in: the type's compute dtype,
-    except i1 as int8 (0/1 numbers) and index at its host width (int64)."""
-    if element_type == "i1":
-        return np.dtype(np.int8)
-    if element_type == "index":
-        return np.dtype(np.int64)
-    return SCALAR_TYPES[element_type].compute_dtype
-
-
-_CMPI = arith.CMPI_COMPARISON_OPERATIONS
-_CMPF = arith.CMPF_COMPARISON_OPERATIONS
-
-
-def element_type_name(t: Attribute, op: Operation | None = None) -> str:
-    """The kernel IR's name for a scalar xDSL type; Unsupported if it has none."""
-    if isinstance(t, IndexType):
-        return "index"
-    if isinstance(t, IntegerType):
-        name = f"i{t.width.data}"
-    else:
-        name = getattr(t, "name", str(t))
-    if name not in SCALAR_TYPES:
-        raise Unsupported(f"element type {name} is not supported", op)
-    return name
-
-
-def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
-    if isinstance(t, TensorType):
-        shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
-        return tir.TensorType(shape, element_type_name(t.element_type, op))
-    if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:  # type: ignore[attr-defined]
-        return tir.ScalarType(element_type_name(t, op))
-    raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)
-
-
-def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray:
-    """A dense attribute's values as a numpy array of `constant_dtype(element type)`."""
-    elt = t.element_type
-    dtype = constant_dtype(elt)
-    shape = tuple(attr.get_type().get_shape())
-    # xDSL holds these as their own numpy type (index as i64): read the bytes directly.
-    raw = np.dtype(np.int64) if elt == "index" else SCALAR_TYPES[elt].numpy_dtype
-    if elt == "i1":
-        raw = None
-    data = attr.data.data
-    count = int(np.prod(shape))
-    if raw is not None and len(data) == count * np.dtype(raw).itemsize:
-        return np.frombuffer(data, dtype=raw).reshape(shape).astype(dtype)
-    return np.array(attr.get_values(), dtype=np.float64 if is_float(elt) else np.int64) \
-        .reshape(shape).astype(dtype)
-
-
-def affine_map(m, op: Operation | None = None) -> kernel.AffineMap:
-    """xDSL AffineMap (dims, constants, +, * by a constant) -> kernel.AffineMap."""
-    if m.num_symbols:
-        raise Unsupported("affine maps with symbols are not supported", op)
-    n = m.num_dims
-
-    def row(e) -> list[int]:
-        if isinstance(e, AffineDimExpr):
-            r = [0] * (n + 1)
-            r[e.position] = 1
-            return r
-        if isinstance(e, AffineConstantExpr):
-            return [0] * n + [e.value]
-        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
-            return [a + b for a, b in zip(row(e.lhs), row(e.rhs))]
-        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul:
-            lhs, rhs = row(e.lhs), row(e.rhs)
-            if not any(rhs[:n]):
-                return [x * rhs[n] for x in lhs]
-            if not any(lhs[:n]):
-                return [x * lhs[n] for x in rhs]
-        raise Unsupported(f"affine expression {e} is not supported", op)
-    return kernel.AffineMap(n, tuple(tuple(row(e)) for e in m.results))
-
+from irtk.compiler.frontend.dialects.linalg import GenericOp, NamedOp, PackOp, UnpackOp
+from irtk.compiler.frontend.source_map import SourceMap
 
 class FunctionImporter:
-    """Imports one func.func; the named-op and tensor-op lowerings call back into it."""
+    """Imports one func.func; the named-op and tensor-op lowerings call back into it
+    (import_context.ImportContext is what they may use)."""
 
     def __init__(self, program: "ProgramImporter", fn: func.FuncOp) -> None:
         self.program = program
@@ -423,85 +343,6 @@ _FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
          "arith.divui": lambda a, b: a // b, "arith.floordivsi": lambda a, b: a // b,
          "arith.remui": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min,
          "arith.maxsi": max, "arith.minsi": min}
-
-
-def body_op_attrs(op: Operation) -> dict[str, Any]:
-    """The kernel-Op attributes of an arith op (predicate, constant value)."""
-    if isinstance(op, arith.CmpiOp):
-        return {"predicate": _CMPI[op.predicate.value.data]}
-    if isinstance(op, arith.CmpfOp):
-        return {"predicate": _CMPF[op.predicate.value.data]}
-    return {}
-
-
-def translate_scalar_op(body: Body, op: Operation, args: list[int], arg_types: list[str],
-                        result_type: str) -> int:
-    """One scalar arith/math op into `body` (scaling_extf/truncf expanded)."""
-    if op.name == "arith.scaling_extf":
-        x = body.cast(args[0], arg_types[0], result_type)
-        s = body.cast(args[1], arg_types[1], result_type)
-        return body.add("arith.mulf", (x, s), result_type)
-    if op.name == "arith.scaling_truncf":
-        s = body.cast(args[1], arg_types[1], arg_types[0])
-        q = body.add("arith.divf", (args[0], s), arg_types[0])
-        return body.cast(q, arg_types[0], result_type)
-    if op.name not in kernel.BODY_OPS or op.name in ("linalg.index", "tensor.extract",
-                                                     "kernel.param"):
-        raise Unsupported(f"unsupported op '{op.name}' in a generic body", op)
-    attrs = body_op_attrs(op)
-    return body.add(op.name, args, result_type, predicate=attrs.get("predicate", ""))
-
-
-def translate_block(imp: FunctionImporter, body: Body, block: Block, env: dict[SSAValue, int],
-                    captures: list[tir.Value], gather_pos: dict[SSAValue, int]) -> list[int]:
-    """An MLIR body block into `body`; returns the yielded values."""
-    from xdsl.dialects.linalg import ops as xops
-
-    def use(v: SSAValue, user: Operation) -> int:
-        if v in env:
-            return env[v]
-        owner = v.owner
-        if isinstance(owner, arith.ConstantOp) and not isinstance(v.type, TensorType):
-            env[v] = scalar_constant(body, owner)
-            return env[v]
-        if v in imp.values:
-            host = imp.values[v]
-            if isinstance(host.type, tir.ScalarType):
-                env[v] = imp.capture(body, captures, host)
-                return env[v]
-        raise Unsupported("a generic body uses a tensor or value it cannot read", user)
-
-    for bop in block.ops:
-        if isinstance(bop, (xops.YieldOp, tensor.YieldOp)):
-            return [use(v, bop) for v in bop.operands]
-        if bop.regions:
-            raise Unsupported(f"'{bop.name}' with regions inside a generic body", bop)
-        if isinstance(bop, IndexOp):
-            env[bop.result] = body.index(bop.dim.value.data)
-        elif isinstance(bop, arith.ConstantOp):
-            env[bop.result] = scalar_constant(body, bop)
-        elif isinstance(bop, tensor.ExtractOp):
-            env[bop.result] = body.extract(gather_pos[bop.tensor],
-                                           [use(i, bop) for i in bop.indices],
-                                           element_type_name(bop.result.type, bop))
-        elif len(bop.results) != 1:   # cf.assert, a branch, ...: no kernel body op
-            raise Unsupported(f"unsupported op '{bop.name}' in a generic body", bop)
-        else:
-            args = [use(v, bop) for v in bop.operands]
-            types = [element_type_name(v.type, bop) for v in bop.operands]
-            env[bop.results[0]] = translate_scalar_op(
-                body, bop, args, types, element_type_name(bop.results[0].type, bop))
-    raise Unsupported("a generic body without a terminator", block.parent_op())
-
-
-def scalar_constant(body: Body, op: arith.ConstantOp) -> int:
-    t = element_type_name(op.result.type, op)
-    attr = op.value
-    if isinstance(attr, FloatAttr):
-        return body.const(float(attr.value.data), t)
-    if isinstance(attr, IntegerAttr):
-        return body.const(int(attr.value.data), t)
-    raise Unsupported(f"constant {attr} is not supported in a body", op)
 
 
 class ProgramImporter:

@@ -11,7 +11,10 @@ from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAt
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, is_float
+from irtk.compiler.frontend.body_ops import translate_block
+from irtk.compiler.frontend.convert import affine_map
 from irtk.compiler.frontend.dialects.linalg import NamedOp, TypeFn, TypeFnAttr
+from irtk.compiler.frontend.import_context import ImportContext
 from irtk.compiler.kernel import BODY_OPS, AffineMap
 
 
@@ -67,13 +70,12 @@ _CONTRACTIONS = {
 }
 
 
-def _contraction(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _contraction(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     loops, a_dims, b_dims, c_dims = (s.split() for s in _CONTRACTIONS[short])
     n = len(loops)
     reduction = set(loops) - set(c_dims)
     iterators = ["reduction" if d in reduction else "parallel" for d in loops]
     if "indexing_maps" in op.attributes:
-        from irtk.compiler.frontend.importer import affine_map
         maps = [affine_map(m.data, op) for m in op.attributes["indexing_maps"]]  # type: ignore[attr-defined]
         if len(maps) != 3 or any(m.num_dims != n for m in maps):
             raise Unsupported(f"{op.name}: indexing_maps do not fit", op)
@@ -155,7 +157,7 @@ def _window_maps(op: NamedOp, spec) -> tuple[list[AffineMap], list[str]]:
     return maps, iterators
 
 
-def _conv(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _conv(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     """`out += ext(x) * ext(w)`; the `_q` variants subtract the input and filter zero points
     (their third and fourth inputs) first."""
     maps, iterators = _window_maps(op, _CONVS[short.removesuffix("_q")])
@@ -175,7 +177,7 @@ def _conv(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        captures, op)
 
 
-def _pooling(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _pooling(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     _, layout, kind = short.split("_", 2)
     maps, iterators = _window_maps(op, _POOL_LAYOUTS[layout])
     x, window = imp.value(op.inputs[0]), imp.value(op.inputs[1])
@@ -225,7 +227,7 @@ _ELEMENTWISE = {
 }
 
 
-def _elementwise(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _elementwise(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     out = imp.value(op.outputs[0])
     t = _elt(out)
     rank = len(out.type.shape)  # type: ignore[union-attr]
@@ -247,7 +249,7 @@ def _elementwise(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        [r], [], op)
 
 
-def _fill(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _fill(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     out = imp.value(op.outputs[0])
     value = imp.value(op.inputs[0])
     rank = len(out.type.shape)  # type: ignore[union-attr]
@@ -258,7 +260,7 @@ def _fill(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        body, [v], captures, op)
 
 
-def _transpose(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _transpose(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
     perm = _ints(op, "permutation")
     rank = len(perm)
@@ -271,7 +273,7 @@ def _transpose(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        ["parallel"] * rank, body, [body.arg(0)], [], op)
 
 
-def _broadcast(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _broadcast(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
     added = _ints(op, "dimensions")
     rank = len(out.type.shape)  # type: ignore[union-attr]
@@ -281,11 +283,10 @@ def _broadcast(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        [body.arg(0)], [], op)
 
 
-def _region_or_fn(imp, op: NamedOp, body: Body, env_args: list[int], captures,
+def _region_or_fn(imp: ImportContext, op: NamedOp, body: Body, env_args: list[int], captures,
                   result_type: str) -> list[int]:
     """The yielded values of a map/reduce body: its region, or the short form `{fn}`, which
     applies scalar op `fn` to the block arguments in order."""
-    from irtk.compiler.frontend.importer import translate_block
     if op.body.blocks:
         block = op.body.blocks[0]
         env = {a: v for a, v in zip(block.args, env_args)}
@@ -298,7 +299,7 @@ def _region_or_fn(imp, op: NamedOp, body: Body, env_args: list[int], captures,
     return [body.add(fn.data, env_args, result_type)]  # type: ignore[attr-defined]
 
 
-def _reduce(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _reduce(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     ins = [imp.value(v) for v in op.inputs]
     outs = [imp.value(v) for v in op.outputs]
     reduced = _ints(op, "dimensions")
@@ -314,7 +315,7 @@ def _reduce(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        body, yields, captures, op)
 
 
-def _linalg_map(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _linalg_map(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     ins = [imp.value(v) for v in op.inputs]
     out = imp.value(op.outputs[0])
     rank = len(out.type.shape)  # type: ignore[union-attr]
@@ -327,7 +328,7 @@ def _linalg_map(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        yields, captures, op)
 
 
-def _softmax(imp, op: NamedOp, short: str) -> list[tir.Value]:
+def _softmax(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     """max-reduce, exp(x - max), sum-reduce, divide (MLIR's decomposition)."""
     x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
     t = _elt(out)
@@ -363,7 +364,7 @@ def _softmax(imp, op: NamedOp, short: str) -> list[tir.Value]:
                        [body.add("arith.divf", (body.arg(0), body.arg(1)), t)], [], op)
 
 
-def lower(imp, op: NamedOp) -> list[tir.Value]:
+def lower(imp: ImportContext, op: NamedOp) -> list[tir.Value]:
     short = op.name.removeprefix("linalg.")
     if any(not isinstance(imp.value(v).type, tir.TensorType) for v in op.outputs):
         raise Unsupported(f"{op.name} on buffers is not supported", op)
@@ -416,7 +417,6 @@ def structure(op: NamedOp, ranks: list[int]) -> tuple[list[AffineMap | None], li
         loops, a_dims, b_dims, c_dims = (s.split() for s in _CONTRACTIONS[short])
         n = len(loops)
         if "indexing_maps" in op.attributes:
-            from irtk.compiler.frontend.importer import affine_map
             attr = op.attributes["indexing_maps"]
             if not isinstance(attr, ArrayAttr) or not all(hasattr(m, "data") for m in attr):
                 raise Unsupported(f"{op.name}: indexing_maps must be a list of affine maps", op)

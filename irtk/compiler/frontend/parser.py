@@ -6,12 +6,10 @@ op starts; later phases report unsupported ops at that place through the `Source
 """
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import re
 import struct
-from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
@@ -27,9 +25,9 @@ from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
 from irtk.compiler.frontend import dense_literal, verifier
+from irtk.compiler.frontend.source_map import SourceMap
 from irtk.errors import ParseError
 
-_NEWLINE = re.compile("\n")
 # A ranked tensor type without encoding: `tensor<4x?xf32>`.
 _TENSOR_TYPE = re.compile(r"tensor<(?:(?:[0-9]+|\?)x)*[A-Za-z][A-Za-z0-9_]*>")
 _TYPE_CACHE: dict[str, object] = {}
@@ -39,38 +37,6 @@ _TYPE_CACHE: dict[str, object] = {}
 def _dense_type_constraint():
     """What a dense literal's type may be (as xDSL checks it)."""
     return base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
-
-
-@dataclass
-class SourceMap:
-    """Where each parsed op came from: `file:line:col` strings by op."""
-
-    filename: str
-    text: str
-    _locations: dict[Operation, tuple[int, int]] = field(default_factory=dict)
-    _line_starts: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._line_starts, offset) - 1
-        return line + 1, offset - self._line_starts[line] + 1
-
-    def record(self, op: Operation, offset: int) -> None:
-        self._locations[op] = self.line_col(offset)
-
-    def location(self, op: Operation | None) -> str:
-        """`file:line:col` of `op`, or of its closest located ancestor."""
-        while op is not None:
-            if op in self._locations:
-                line, col = self._locations[op]
-                return f"{self.filename}:{line}:{col}"
-            op = op.parent_op()
-        return f"{self.filename}:1:1"
-
-    def error(self, op: Operation | None, message: str) -> str:
-        return f"{self.location(op)}: error: {message}"
 
 
 class _HexElement(Parser._TensorLiteralElement):

@@ -14,6 +14,9 @@ from xdsl.ir import Operation
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, bit_width
+from irtk.compiler.frontend.body_ops import translate_block
+from irtk.compiler.frontend.convert import convert_type
+from irtk.compiler.frontend.import_context import ImportContext
 from irtk.compiler.kernel import AffineMap
 
 Index = int | tir.Value
@@ -27,13 +30,13 @@ def _elt(v: tir.Value) -> str:
     return v.type.element_type  # type: ignore[union-attr]
 
 
-def _mixed(static, dynamic, imp) -> list[Index]:
+def _mixed(static, dynamic, imp: ImportContext) -> list[Index]:
     """xDSL's static list with DYNAMIC_INDEX holes, filled from the dynamic operands."""
     values = iter(dynamic)
     return [imp.value(next(values)) if s == DYNAMIC_INDEX else int(s) for s in static]
 
 
-def _bval(imp, body: Body, captures: list[tir.Value], x: Index) -> int:
+def _bval(imp: ImportContext, body: Body, captures: list[tir.Value], x: Index) -> int:
     """An index (static or host value) as a body value."""
     return body.const(x, "index") if isinstance(x, int) else imp.capture(body, captures, x)
 
@@ -46,18 +49,16 @@ def _all(body: Body, conds: list[int]) -> int | None:
 
 
 # ---- metadata ops ------------------------------------------------------------------------------
-def _empty(imp, op: tensor.EmptyOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _empty(imp: ImportContext, op: tensor.EmptyOp) -> list[tir.Value]:
     return imp.emit("empty", [imp.value(v) for v in op.dynamic_sizes],
                     [convert_type(op.tensor.type, op)], op).results
 
 
-def _cast(imp, op: tensor.CastOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _cast(imp: ImportContext, op: tensor.CastOp) -> list[tir.Value]:
     return imp.emit("cast", [imp.value(op.source)], [convert_type(op.dest.type, op)], op).results
 
 
-def _dim(imp, op: tensor.DimOp) -> list[tir.Value]:
+def _dim(imp: ImportContext, op: tensor.DimOp) -> list[tir.Value]:
     source, index = imp.value(op.source), imp.value(op.index)
     i = imp.constants.get(index.id)
     rank = len(source.type.shape)  # type: ignore[union-attr]
@@ -68,21 +69,18 @@ def _dim(imp, op: tensor.DimOp) -> list[tir.Value]:
     return imp.emit("tensor.dim", [source, index], [tir.ScalarType("index")], op).results
 
 
-def _extract(imp, op: tensor.ExtractOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _extract(imp: ImportContext, op: tensor.ExtractOp) -> list[tir.Value]:
     return imp.emit("tensor.extract", [imp.value(op.tensor)] + [imp.value(i) for i in op.indices],
                     [convert_type(op.result.type, op)], op).results
 
 
-def _expand(imp, op: tensor.ExpandShapeOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _expand(imp: ImportContext, op: tensor.ExpandShapeOp) -> list[tir.Value]:
     groups = [[int(i.value.data) for i in g] for g in op.reassociation]
     return imp.emit("reshape", [imp.value(op.src)] + [imp.value(v) for v in op.dynamic_output_shape],
                     [convert_type(op.result.type, op)], op, reassociation=groups).results
 
 
-def _collapse(imp, op: tensor.CollapseShapeOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _collapse(imp: ImportContext, op: tensor.CollapseShapeOp) -> list[tir.Value]:
     groups = [[int(i.value.data) for i in g] for g in op.reassociation]
     src = imp.value(op.src)
     result_type = convert_type(op.result.type, op)
@@ -98,7 +96,8 @@ def _collapse(imp, op: tensor.CollapseShapeOp) -> list[tir.Value]:
 
 
 # ---- content ops -------------------------------------------------------------------------------
-def _result_dims(imp, result_type: tir.TensorType, sizes: list[Index], op) -> list[Index]:
+def _result_dims(imp: ImportContext, result_type: tir.TensorType, sizes: list[Index],
+                 op) -> list[Index]:
     """A result's dims: static where its type says so, else the op's size values."""
     it = iter(s for s in sizes)
     out: list[Index] = []
@@ -129,8 +128,7 @@ def _kept_dims(source_rank: int, sizes: list[Index], result_shape) -> list[bool]
     return kept
 
 
-def _extract_slice(imp, op: tensor.ExtractSliceOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _extract_slice(imp: ImportContext, op: tensor.ExtractSliceOp) -> list[tir.Value]:
     src = imp.value(op.source)
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     offsets = _mixed(op.static_offsets.get_values(), op.offsets, imp)
@@ -181,8 +179,8 @@ def _extract_slice(imp, op: tensor.ExtractSliceOp) -> list[tir.Value]:
     return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
 
 
-def insert(imp, source: tir.Value, dest: tir.Value, offsets: list[Index], sizes: list[Index],
-           strides: list[Index], op: Operation) -> tir.Value:
+def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list[Index],
+           sizes: list[Index], strides: list[Index], op: Operation) -> tir.Value:
     """dest with `source` written at offsets/strides. dest is the generic's read-write output,
     so that elements outside the slice keep their values. Static: a generic over the source
     with `offset + stride * i` output rows. Dynamic: a generic over dest whose points inside
@@ -240,15 +238,14 @@ def insert(imp, source: tir.Value, dest: tir.Value, offsets: list[Index], sizes:
                        captures, op)[0]
 
 
-def _insert_slice(imp, op: tensor.InsertSliceOp) -> list[tir.Value]:
+def _insert_slice(imp: ImportContext, op: tensor.InsertSliceOp) -> list[tir.Value]:
     offsets = _mixed(op.static_offsets.get_values(), op.offsets, imp)
     sizes = _mixed(op.static_sizes.get_values(), op.sizes, imp)
     strides = _mixed(op.static_strides.get_values(), op.strides, imp)
     return [insert(imp, imp.value(op.source), imp.value(op.dest), offsets, sizes, strides, op)]
 
 
-def _concat(imp, op: tensor.ConcatOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _concat(imp: ImportContext, op: tensor.ConcatOp) -> list[tir.Value]:
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     d = int(op.dim.value.data)
     inputs = [imp.value(v) for v in op.inputs]
@@ -271,8 +268,7 @@ def _concat(imp, op: tensor.ConcatOp) -> list[tir.Value]:
     return [result]
 
 
-def _pad(imp, op: tensor.PadOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type, translate_block
+def _pad(imp: ImportContext, op: tensor.PadOp) -> list[tir.Value]:
     src = imp.value(op.source)
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     low = _mixed(op.static_low.get_values(), op.low, imp)
@@ -312,7 +308,7 @@ def _pad(imp, op: tensor.PadOp) -> list[tir.Value]:
     return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [r], captures, op)
 
 
-def _insert_scalar(imp, op: tensor.InsertOp) -> list[tir.Value]:
+def _insert_scalar(imp: ImportContext, op: tensor.InsertOp) -> list[tir.Value]:
     dest = imp.value(op.dest)
     n = len(dest.type.shape)  # type: ignore[union-attr]
     body = Body(0, 1)
@@ -325,8 +321,7 @@ def _insert_scalar(imp, op: tensor.InsertOp) -> list[tir.Value]:
     return imp.generic([], [(dest, _ident(n))], ["parallel"] * n, body, [r], captures, op)
 
 
-def _from_elements(imp, op: tensor.FromElementsOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _from_elements(imp: ImportContext, op: tensor.FromElementsOp) -> list[tir.Value]:
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     n = len(rt.shape)
     out = imp.empty(list(rt.shape), rt.element_type, op)
@@ -347,8 +342,7 @@ def _from_elements(imp, op: tensor.FromElementsOp) -> list[tir.Value]:
     return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [r], captures, op)
 
 
-def _splat(imp, op: tensor.SplatOp) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _splat(imp: ImportContext, op: tensor.SplatOp) -> list[tir.Value]:
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     out = imp.emit("empty", [imp.value(v) for v in op.dynamicSizes], [rt], op).result
     n = len(rt.shape)
@@ -358,8 +352,7 @@ def _splat(imp, op: tensor.SplatOp) -> list[tir.Value]:
     return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
 
 
-def _bitcast(imp, op) -> list[tir.Value]:
-    from irtk.compiler.frontend.importer import convert_type
+def _bitcast(imp: ImportContext, op) -> list[tir.Value]:
     src = imp.value(op.source)
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     n = len(rt.shape)
@@ -369,10 +362,9 @@ def _bitcast(imp, op) -> list[tir.Value]:
                        [body.add("arith.bitcast", (body.arg(0),), rt.element_type)], [], op)
 
 
-def flow_bitcast(imp, op) -> tir.Value:
+def flow_bitcast(imp: ImportContext, op) -> tir.Value:
     """flow.tensor.bitcast: the same bytes as another element type; the innermost dim scales
     (e.g. tensor<2xi8> -> tensor<4xf4E2M1FN>: element 2k is the low nibble of byte k)."""
-    from irtk.compiler.frontend.importer import convert_type
     src = imp.value(op.source)
     rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
     st: tir.TensorType = src.type  # type: ignore[assignment]
@@ -419,7 +411,7 @@ def flow_bitcast(imp, op) -> tir.Value:
 
 
 # ---- pack / unpack -----------------------------------------------------------------------------
-def _pack_attrs(imp, op) -> tuple[list[int], list[Index]]:
+def _pack_attrs(imp: ImportContext, op) -> tuple[list[int], list[Index]]:
     """inner_dims_pos, and each inner tile as an int or a host index value."""
     pos = [int(a.value.data) for a in op.attributes["inner_dims_pos"]]
     dynamic = iter(op.inner_tiles)
@@ -430,7 +422,7 @@ def _pack_attrs(imp, op) -> tuple[list[int], list[Index]]:
     return pos, tiles
 
 
-def pack(imp, op) -> tir.Value:
+def pack(imp: ImportContext, op) -> tir.Value:
     """linalg.pack: dest[outer (permuted), inner] = source[outer * tile + inner], or the padding
     value where that is past the source's end."""
     src, dest = imp.value(op.source), imp.value(op.dest)
@@ -469,7 +461,7 @@ def pack(imp, op) -> tir.Value:
                        captures, op)[0]
 
 
-def unpack(imp, op) -> tir.Value:
+def unpack(imp: ImportContext, op) -> tir.Value:
     """linalg.unpack: dest[i] = source[outer (permuted) = i / tile, inner = i % tile]."""
     src, dest = imp.value(op.source), imp.value(op.dest)
     pos, tiles = _pack_attrs(imp, op)

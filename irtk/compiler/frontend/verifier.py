@@ -20,6 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from irtk.compiler.frontend import named_ops
 from irtk.compiler.frontend.body import Unsupported
+from irtk.compiler.frontend.convert import affine_map
 from irtk.compiler.frontend.dialects import util
 from irtk.compiler.frontend.dialects.linalg import (GenericOp, NamedOp, PackOp, UnpackOp,
                                                     YieldOp)
@@ -86,7 +87,6 @@ def _element(t: Attribute) -> Attribute:
 
 
 def _generic(op: GenericOp) -> None:
-    from irtk.compiler.frontend.importer import affine_map
     operands = list(op.inputs) + list(op.outputs)
     maps: list[AffineMap | None] = []
     for k, (v, m) in enumerate(zip(operands, op.indexing_maps)):
@@ -136,8 +136,7 @@ def _extents(op: Operation, operands: list[SSAValue], maps: list[AffineMap | Non
     extent: dict[int, tuple[int, int, int]] = {}   # loop -> (size, operand, dim)
     shapes = [_shape(v.type) for v in operands]
     for k, (shape, m) in enumerate(zip(shapes, maps)):
-        for r, row in enumerate(m.rows if m is not None else ()):
-            d = _bare(row, m.num_dims)  # type: ignore[union-attr]
+        for r, d in enumerate(m.row_loops() if m is not None else ()):
             if d is None or shape[r] < 0:
                 continue
             if d in extent and extent[d][0] != shape[r]:
@@ -149,18 +148,13 @@ def _extents(op: Operation, operands: list[SSAValue], maps: list[AffineMap | Non
         for r, row in enumerate(m.rows if m is not None else ()):
             n = m.num_dims  # type: ignore[union-attr]
             used = [j for j in range(n) if row[j]]
-            if _bare(row, n) is not None or shape[r] < 0 or not used \
+            if m.row_loop(r) is not None or shape[r] < 0 or not used \
                     or any(j not in extent or extent[j][0] == 0 or row[j] < 0 for j in used):
                 continue
             need = sum(row[j] * (extent[j][0] - 1) for j in used) + row[n] + 1
             if need > shape[r]:
                 raise Invalid(op, f"{op.name}: operand #{k} dim {r} is {shape[r]} but its "
                                   f"indexing map reaches index {need - 1}")
-
-
-def _bare(row: tuple[int, ...], n: int) -> int | None:
-    nz = [j for j in range(n) if row[j]]
-    return nz[0] if len(nz) == 1 and row[nz[0]] == 1 and row[n] == 0 else None
 
 
 def _region(op: Operation, region: Region, operands: list[SSAValue], num_outputs: int,

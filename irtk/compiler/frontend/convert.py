@@ -1,0 +1,89 @@
+"""xDSL attributes -> TIR: scalar and tensor types, dense constants, affine maps.
+
+The leaf helpers of the front end: the importer, the named-op and tensor-op lowerings, the CFG
+lifting and the verifier all convert through these.
+"""
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerType, TensorType
+from xdsl.ir import Attribute, Operation
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
+
+from irtk.compiler import kernel, tir
+from irtk.compiler.frontend.body import Unsupported, is_float
+from irtk.types import SCALAR_TYPES
+
+
+def constant_dtype(element_type: str) -> np.dtype:
+    """The numpy dtype a TIR constant holds `element_type` values in: the type's compute dtype,
+    except i1 as int8 (0/1 numbers) and index at its host width (int64)."""
+    if element_type == "i1":
+        return np.dtype(np.int8)
+    if element_type == "index":
+        return np.dtype(np.int64)
+    return SCALAR_TYPES[element_type].compute_dtype
+
+
+def element_type_name(t: Attribute, op: Operation | None = None) -> str:
+    """The kernel IR's name for a scalar xDSL type; Unsupported if it has none."""
+    if isinstance(t, IndexType):
+        return "index"
+    if isinstance(t, IntegerType):
+        name = f"i{t.width.data}"
+    else:
+        name = getattr(t, "name", str(t))
+    if name not in SCALAR_TYPES:
+        raise Unsupported(f"element type {name} is not supported", op)
+    return name
+
+
+def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
+    if isinstance(t, TensorType):
+        shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
+        return tir.TensorType(shape, element_type_name(t.element_type, op))
+    if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:  # type: ignore[attr-defined]
+        return tir.ScalarType(element_type_name(t, op))
+    raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)
+
+
+def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray:
+    """A dense attribute's values as a numpy array of `constant_dtype(element type)`."""
+    elt = t.element_type
+    dtype = constant_dtype(elt)
+    shape = tuple(attr.get_type().get_shape())
+    # xDSL holds these as their own numpy type (index as i64): read the bytes directly.
+    raw = np.dtype(np.int64) if elt == "index" else SCALAR_TYPES[elt].numpy_dtype
+    if elt == "i1":
+        raw = None
+    data = attr.data.data
+    count = int(np.prod(shape))
+    if raw is not None and len(data) == count * np.dtype(raw).itemsize:
+        return np.frombuffer(data, dtype=raw).reshape(shape).astype(dtype)
+    return np.array(attr.get_values(), dtype=np.float64 if is_float(elt) else np.int64) \
+        .reshape(shape).astype(dtype)
+
+
+def affine_map(m, op: Operation | None = None) -> kernel.AffineMap:
+    """xDSL AffineMap (dims, constants, +, * by a constant) -> kernel.AffineMap."""
+    if m.num_symbols:
+        raise Unsupported("affine maps with symbols are not supported", op)
+    n = m.num_dims
+
+    def row(e) -> list[int]:
+        if isinstance(e, AffineDimExpr):
+            r = [0] * (n + 1)
+            r[e.position] = 1
+            return r
+        if isinstance(e, AffineConstantExpr):
+            return [0] * n + [e.value]
+        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+            return [a + b for a, b in zip(row(e.lhs), row(e.rhs))]
+        if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul:
+            lhs, rhs = row(e.lhs), row(e.rhs)
+            if not any(rhs[:n]):
+                return [x * rhs[n] for x in lhs]
+            if not any(lhs[:n]):
+                return [x * lhs[n] for x in rhs]
+        raise Unsupported(f"affine expression {e} is not supported", op)
+    return kernel.AffineMap(n, tuple(tuple(row(e)) for e in m.results))

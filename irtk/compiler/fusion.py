@@ -1,0 +1,147 @@
+"""Elementwise fusion: producers inlined into their consumer, consumers into their root.
+
+- Producer fusion: an all-parallel generic whose only user is another generic is inlined into
+  that generic's body, its maps composed with the consumer's (a permutation output map is
+  inverted; `linalg.index` of the producer becomes an expression of the consumer's loops).
+  Into a reduction only a cheap producer fuses, since a reduction re-reads its inputs.
+- Consumer fusion: an all-parallel generic reading one result of an earlier cluster (a
+  reduction, a matmul, an elementwise op) through a permutation becomes an extra output of that
+  cluster. Under the kernel contract the last write of a parallel point wins, so the fused
+  value is computed from the final accumulator (a matmul with its bias and activation is one
+  dispatch).
+
+`uses` counts the ops that use each value (by id) in the function, `defs` gives the op that
+defines it.
+"""
+from __future__ import annotations
+
+from irtk.compiler import tir
+from irtk.compiler.affine import compose, permutation_inverse, scatter_inverse
+from irtk.compiler.cluster import Cluster, Input, Output, clone, direct_extents, movable
+from irtk.compiler.kernel import AffineMap
+
+# A reduction recomputes a fused producer at every step: at most this many body ops (a cast,
+# a scale) are worth it.
+MAX_OPS_INTO_REDUCTION = 2
+
+
+# -- producer fusion ---------------------------------------------------------------------------
+
+def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Cluster],
+                   uses: dict[int, int]) -> None:
+    """Inline into `c` every producer cluster it alone reads, until none is left."""
+    changed = True
+    while changed:
+        changed = False
+        for inp in list(c.inputs):
+            p = producer_of.get(inp.value.id)
+            if p is None or p is c or inp.map is None or not _fusable_producer(p):
+                continue
+            if not c.is_elementwise and sum(
+                    1 for n in p.nodes()
+                    if n.name not in ("input", "output")) > MAX_OPS_INTO_REDUCTION:
+                continue
+            reads = sum(1 for i in c.inputs if i.value is inp.value)
+            if uses.get(inp.value.id, 0) != reads:
+                continue
+            if not _keeps_dynamic_extents(c, inp.value, p):
+                continue
+            if any(i.value is inp.value and i.map is None for i in c.inputs):
+                continue
+            for target in [i for i in c.inputs if i.value is inp.value]:
+                _inline_producer(c, target, p)
+            order.remove(p)
+            changed = True
+            break
+
+
+def _fusable_producer(p: Cluster) -> bool:
+    return (p.is_elementwise and len(p.outputs) == 1 and not p.reads_init(0)
+            and not p.consumers_fused
+            and permutation_inverse(p.outputs[0].map) is not None)
+
+
+def _keeps_dynamic_extents(c: Cluster, value: tir.Value, p: Cluster) -> bool:
+    """Whether every dynamic loop of `c` keeps an operand dim that gives its extent once
+    the reads of `value` are replaced by `p`'s inputs."""
+    dynamic = {j for j, r in enumerate(c.static_ranges) if r is None}
+    if not dynamic:
+        return True
+    operands = [(i.value, i.map) for i in c.inputs if i.value is not value]
+    operands += [(o.init, o.map) for o in c.outputs]
+    inverse = permutation_inverse(p.outputs[0].map)
+    for target in [i for i in c.inputs if i.value is value]:
+        to_p = compose(inverse, target.map)  # type: ignore[arg-type]
+        operands += [(pin.value, compose(pin.map, to_p)) for pin in p.inputs
+                     if pin.map is not None]
+    covered = {j for v, m in operands for j, _ in direct_extents(v, m)}
+    return dynamic <= covered
+
+
+def _inline_producer(c: Cluster, target: Input, p: Cluster) -> None:
+    """Replace `c`'s reads of input `target` by `p`'s body, moved into `c`'s loop nest."""
+    to_p = compose(permutation_inverse(p.outputs[0].map), target.map)  # type: ignore[arg-type]
+    new_inputs: dict[int, Input] = {}
+    for pin in p.inputs:
+        new_inputs[id(pin)] = c.add_input(
+            pin.value, None if pin.map is None else compose(pin.map, to_p))
+    value = clone(p.outputs[0].yields, {}, new_inputs, to_p)  # type: ignore[arg-type]
+    c.inputs.remove(target)
+    c.replace_input(target, value)
+
+
+# -- consumer fusion ---------------------------------------------------------------------------
+
+def fuse_into_producer(c: Cluster, producer_of: dict[int, Cluster], order: list[Cluster],
+                       position: dict[int, int], defs: dict[int, tir.Op]) -> None:
+    """Make elementwise `c` an extra output of the one earlier cluster whose result it reads,
+    when that cluster can compute it at each of its parallel points. `position`: each op's
+    index in the region."""
+    if c not in order or not c.is_elementwise or len(c.outputs) != 1 or c.reads_init(0):
+        return
+    sources = [(i, producer_of.get(i.value.id)) for i in c.inputs]
+    roots = {id(r): r for _, r in sources if r is not None and r is not c and r in order}
+    if len(roots) != 1:
+        return
+    (r,) = roots.values()
+    target = [i for i, p in sources if p is r]
+    if len(target) != 1 or target[0].map is None:
+        return
+    target_in = target[0]
+    (out,) = [o for o in r.outputs if o.result is target_in.value]
+    parallel = tuple(j for j, t in enumerate(r.iterator_types) if t == "parallel")
+    if scatter_inverse(out.map, parallel) is None:
+        return
+    inv = permutation_inverse(target_in.map)
+    if inv is None or inv.num_dims != len(out.map.rows):
+        return
+    if not _ready_before(c, target_in, position[id(r.op)], position, defs):
+        return
+    to_c = compose(inv, out.map)       # root loop point -> consumer loop point
+    to_c = AffineMap(r.num_loops, to_c.rows)
+    new_inputs: dict[int, Input] = {}
+    for cin in c.inputs:
+        if cin is not target_in:
+            new_inputs[id(cin)] = r.add_input(
+                cin.value, None if cin.map is None else compose(cin.map, to_c))
+    # The consumer's read of the root's result is the value the root yields at this point.
+    value = clone(c.outputs[0].yields, {}, new_inputs, to_c,  # type: ignore[arg-type]
+                  (target_in, out.yields))  # type: ignore[arg-type]
+    cout = c.outputs[0]
+    r.outputs.append(Output(cout.init, compose(cout.map, to_c), cout.result, value))
+    r.consumers_fused += 1
+    producer_of[cout.result.id] = r
+    order.remove(c)
+
+
+def _ready_before(c: Cluster, target_in: Input, root_position: int, position: dict[int, int],
+                  defs: dict[int, tir.Op]) -> bool:
+    """Whether everything else consumer `c` reads exists before the root dispatch runs (or
+    may move up to it)."""
+    for v in [i.value for i in c.inputs if i is not target_in] + [c.outputs[0].init] + \
+            [n.ref for n in c.nodes() if n.name == "kernel.param"]:
+        d = defs.get(v.id)  # type: ignore[union-attr]
+        if d is not None and id(d) in position and position[id(d)] >= root_position \
+                and not movable(d):
+            return False
+    return True
