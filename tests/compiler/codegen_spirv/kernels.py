@@ -6,7 +6,6 @@ import numpy as np
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
 
 INT_MIN, INT_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
-NP_TYPES = {"f32": np.float32, "i32": np.int32}
 
 
 def identity(rank: int) -> AffineMap:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, Param
+from irtk.types import is_float
 
 from .kernels import identity, projection
 from .reference import run_reference
@@ -47,7 +48,7 @@ def matmul(m, n, k, in_type="f32", acc="f32", batch: int | None = None,
         conv = "arith.extf" if acc == "f32" else "arith.extsi"
         ops += [Op(conv, (0,), acc), Op(conv, (1,), acc)]
         x, y = 3, 4
-    add, mul = ("arith.addf", "arith.mulf") if acc.startswith(("f", "bf")) else \
+    add, mul = ("arith.addf", "arith.mulf") if is_float(acc) else \
         ("arith.addi", "arith.muli")
     ops.append(Op(mul, (x, y), acc))
     ops.append(Op(add, (2, 2 + len(ops)), acc))
