@@ -21,9 +21,10 @@ from hal_cpu.kernel import (STEP_EXTRACT, STEP_INDEX, STEP_OP, STEP_PARAM, Kerne
                             map_bounds)
 from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op
 from hal_cpu.plans import choose_plan
-from irtk.body_ops import kernel_type
+from irtk.body_ops import PARAM_TYPES, kernel_type
 from irtk.errors import VerificationError
 from irtk.hal.executable import Executable, ExportInfo
+from irtk.types import storage_bytes
 from schemas.cpu_executable_generated import ExecutableDef, KernelDef, OpDef, OperandDef
 
 FILE_IDENTIFIER = b"IRCP"
@@ -33,7 +34,6 @@ MAX_ELEMENTS = 1 << 48
 MAX_BINDING = 1 << 16
 MAX_COEFFICIENT = 1 << 40
 MAX_LOOPS = 16
-PARAM_TYPES = {"index": 4, "i32": 4, "f32": 4, "i64": 8, "f64": 8}
 ITERATORS = ("parallel", "reduction")
 
 T = TypeVar("T")
@@ -157,7 +157,7 @@ class _KernelDecoder:
             if ptype not in PARAM_TYPES:
                 raise self.fail(f"params[{n}].type", f"{ptype!r} is not one of "
                                 f"{', '.join(PARAM_TYPES)}")
-            size = PARAM_TYPES[ptype]
+            size = storage_bytes(ptype, 1)
             offset = -(-offset // size) * size
             got = _get(f"{self.where}: params[{n}].offset", pdef.Offset)
             if got != offset:

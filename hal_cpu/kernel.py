@@ -38,7 +38,7 @@ from numpy.lib.stride_tricks import as_strided
 from hal_cpu.ops import OpFn
 from irtk.errors import RuntimeFailure
 from irtk.hal import numerics
-from irtk.types import SCALAR_TYPES
+from irtk.types import SCALAR_TYPES, scalar_type, storage_bytes
 
 # Parallel points per block: bounds numpy temporaries of an elementwise box.
 BLOCK_ITERATIONS = 1 << 16
@@ -186,8 +186,8 @@ class Kernel:
         self.yields = tuple(yields)
         self.params = tuple(params)       # (name, type, byte offset)
         self.value_types = tuple(value_types)
-        self.push_constant_bytes = max((off + (8 if t in ("i64", "f64") else 4)
-                                        for _, t, off in self.params), default=0)
+        self.push_constant_bytes = max((off + storage_bytes(t, 1) for _, t, off in self.params),
+                                       default=0)
         self.bindings = sorted({op.binding for op in self.operands})
         self.binding_count = len(self.bindings)
         self.min_binding_count = self.bindings[-1] + 1 if self.bindings else 0
@@ -213,8 +213,8 @@ class Kernel:
                 f"({', '.join(n for n, _, _ in self.params)}), the dispatch gave {len(data)}")
         values = []
         for _, t, off in self.params:
-            dt = {"index": "<i4", "i32": "<i4", "f32": "<f4", "i64": "<i8", "f64": "<f8"}[t]
-            values.append(np.frombuffer(data, dtype=dt, count=1, offset=off)[0])
+            values.append(np.frombuffer(data, dtype=scalar_type(t).storage_dtype, count=1,
+                                        offset=off)[0])
         return tuple(values)
 
     def bind(self, bindings: Sequence[ResolvedBinding],

@@ -26,11 +26,11 @@ from irtk.hal import numerics
 
 F32, I32, I1 = "f32", "i32", "i1"
 INT_TYPES = types.INT_TYPES
-_SUB_BYTE_INTS = tuple(t for t in INT_TYPES if types.SCALAR_TYPES[t].packed)
+SUB_BYTE_INTS = tuple(t for t in INT_TYPES if types.SCALAR_TYPES[t].packed)
 FLOAT_TYPES = types.FLOAT_TYPES
 VALUE_TYPES = INT_TYPES + FLOAT_TYPES
 # Floats numpy computes in natively (the others are rounded to their type after every op).
-_NATIVE_FLOATS = tuple(t for t in FLOAT_TYPES if not types.SCALAR_TYPES[t].emulated_float)
+NATIVE_FLOATS = tuple(t for t in FLOAT_TYPES if not types.SCALAR_TYPES[t].emulated_float)
 _WIDTH = {t: types.SCALAR_TYPES[t].bits for t in VALUE_TYPES}
 
 OpFn = Callable[..., np.ndarray]
@@ -60,7 +60,7 @@ def dtype(t: str) -> np.dtype:
 def _finish(t: str) -> Callable[[np.ndarray], np.ndarray]:
     """What makes a raw numpy result a value of `t`."""
     d = dtype(t)
-    if t in _NATIVE_FLOATS:
+    if t in NATIVE_FLOATS:
         return lambda r: r if r.dtype == d else r.astype(d)
     return lambda r: numerics.round_to(t, r)
 
@@ -74,14 +74,14 @@ def as_unsigned(t: str, x: np.ndarray) -> np.ndarray:
     """The bits of integer values read as unsigned (a uint dtype)."""
     if t == "i1":
         return x.astype(np.uint8)
-    if t in _SUB_BYTE_INTS:
+    if t in SUB_BYTE_INTS:
         return x.astype(np.uint8) & np.uint8((1 << _WIDTH[t]) - 1)
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
 def from_unsigned(t: str, u: np.ndarray) -> np.ndarray:
     """Unsigned bits back to `t`'s values."""
-    if t in ("i1", *_SUB_BYTE_INTS):
+    if t in ("i1", *SUB_BYTE_INTS):
         return numerics.wrap_int(t, u.astype(np.int64))
     d = dtype(t)
     return u.astype(np.dtype(f"u{d.itemsize}"), copy=False).view(d)
@@ -211,7 +211,7 @@ _CMPF: dict[str, OpFn] = {
 def _wrapping(t: str, fn: OpFn) -> OpFn:
     """An op numpy computes modulo 2**8k in the compute dtype; i4/i2 wrap again to their
     width."""
-    if t in _SUB_BYTE_INTS:
+    if t in SUB_BYTE_INTS:
         return lambda a, b: numerics.wrap_int(t, fn(a, b))
     return fn
 
@@ -313,7 +313,7 @@ def _ctpop(t: str) -> OpFn:
 def _absi(t: str) -> OpFn:
     if t == "i1":
         return lambda a: a
-    return lambda a: numerics.wrap_int(t, np.abs(a.astype(np.int64)) if t in _SUB_BYTE_INTS
+    return lambda a: numerics.wrap_int(t, np.abs(a.astype(np.int64)) if t in SUB_BYTE_INTS
                                        else np.abs(a))
 
 
@@ -412,7 +412,7 @@ def _to_float(src: str, dst: str, unsigned: bool) -> OpFn:
             v = v if unsigned else -v           # signed i1 true is -1
         else:
             v = as_unsigned(src, a) if unsigned else a
-        if dst in ("f32", "f64", "f16"):
+        if dst in NATIVE_FLOATS:
             return v.astype(d)                  # numpy converts with one rounding
         return numerics.round_to(dst, v.astype(np.float64))
     return op
@@ -488,7 +488,7 @@ def _float_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
     fn = _FLOAT_UNARY.get(attrs.name) or _FLOAT_BINARY[attrs.name]
     if attrs.name == "math.erf":
         return _float(t, fn)
-    if t not in _NATIVE_FLOATS and attrs.name not in ("arith.negf", "math.absf",
+    if t not in NATIVE_FLOATS and attrs.name not in ("arith.negf", "math.absf",
                                                       "math.copysign", "arith.maximumf",
                                                       "arith.minimumf", "arith.maxnumf",
                                                       "arith.minnumf"):

@@ -19,7 +19,8 @@ import numpy as np
 
 from hal_cpu import kernel as kx
 from hal_cpu.kernel import Bound, Kernel, LoopBox
-from hal_cpu.ops import FLOAT_TYPES, as_unsigned, from_unsigned
+from hal_cpu.ops import (FLOAT_TYPES, INT_TYPES, NATIVE_FLOATS, SUB_BYTE_INTS, as_unsigned,
+                         from_unsigned)
 from irtk.hal import numerics
 from irtk.types import SCALAR_TYPES
 
@@ -27,19 +28,27 @@ Reducer = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
 # Folds a slab of values (reduction axes given) into an accumulator, with the combiner op.
 Fold = Callable[[np.ndarray, np.ndarray, tuple[int, ...], Callable], np.ndarray]
 
+# Integers numpy's reductions and einsum handle as numbers (i1's arithmetic is logical).
+_WHOLE_INTS = tuple(t for t in INT_TYPES if t != "i1")
 _CASTS = ("arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp")
 
 
-class Elementwise:
-    """No reduction loop: the body runs once over each box."""
+class _Plan:
+    """What every plan has: its kernel, and blocks of `kx.BLOCK_ITERATIONS` points."""
 
-    name = "elementwise"
+    name = ""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
 
     def block_points(self, bound: Bound) -> int:
         return kx.BLOCK_ITERATIONS
+
+
+class Elementwise(_Plan):
+    """No reduction loop: the body runs once over each box."""
+
+    name = "elementwise"
 
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         k = self.kernel
@@ -49,16 +58,10 @@ class Elementwise:
             kx.write(bound, n_in + i, box, values[y])
 
 
-class Sequential:
+class Sequential(_Plan):
     """Reduction points one after another, each vectorized over the box's parallel points."""
 
     name = "sequential"
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-
-    def block_points(self, bound: Bound) -> int:
-        return kx.BLOCK_ITERATIONS
 
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         k = self.kernel
@@ -77,13 +80,13 @@ class Sequential:
             kx.write(bound, n_in + i, box, value)
 
 
-class Combiner:
+class Combiner(_Plan):
     """Each output folds an associative combiner over a value computed from the inputs."""
 
     name = "combiner"
 
     def __init__(self, kernel: Kernel, combiners: list[tuple[int, int, Fold]]) -> None:
-        self.kernel = kernel
+        super().__init__(kernel)
         self.combiners = combiners          # per output: (combiner step, folded value, fold)
         self.skip = frozenset(s for s, _, _ in combiners)
 
@@ -113,19 +116,16 @@ class Combiner:
             kx.write(bound, n_in + i, box, value)
 
 
-class Contraction:
+class Contraction(_Plan):
     """out = out + a*b summed over the reduction loops: one einsum per box."""
 
     name = "contraction"
 
     def __init__(self, kernel: Kernel, add_step: int, factors: list[tuple[int, int | None]]
                  ) -> None:
-        self.kernel = kernel
+        super().__init__(kernel)
         self.add_step = add_step
         self.factors = factors              # (input index, cast step or None)
-
-    def block_points(self, bound: Bound) -> int:
-        return kx.BLOCK_ITERATIONS
 
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         k = self.kernel
@@ -181,7 +181,7 @@ def _min_reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 def _ufunc_reducer(ufunc: np.ufunc, t: str) -> Reducer:
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         r = ufunc.reduce(x, axis=axes, dtype=x.dtype, keepdims=True)
-        return numerics.wrap_int(t, r) if t in ("i2", "i4") else r
+        return numerics.wrap_int(t, r) if t in SUB_BYTE_INTS else r
     return reduce
 
 
@@ -227,7 +227,7 @@ def _reducer(name: str, t: str) -> Fold | None:
     if name in ("arith.addf", "arith.mulf"):
         # f16/f32/f64 round after each step in their own dtype; bf16 and the small floats
         # need a rounding numpy cannot do inside accumulate: they run sequentially.
-        if t in ("f16", "f32", "f64"):
+        if t in NATIVE_FLOATS:
             return _ordered(np.add if name == "arith.addf" else np.multiply)
         return None
     floats = {"arith.maximumf": _max_reduce, "arith.minimumf": _min_reduce,
@@ -235,7 +235,7 @@ def _reducer(name: str, t: str) -> Fold | None:
               "arith.minnumf": _ufunc_reducer(np.fmin, t)}
     if name in floats and t in FLOAT_TYPES:
         return _unordered(floats[name])
-    if t not in ("i2", "i4", "i8", "i16", "i32", "i64"):
+    if t not in _WHOLE_INTS:
         return None
     table = {"arith.addi": np.add, "arith.muli": np.multiply, "arith.andi": np.bitwise_and,
              "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
@@ -276,7 +276,7 @@ def _combiner_plan(kernel: Kernel) -> Combiner | None:
         if reducer is None or len(args) != 2 or (n_in + i) not in args:
             return None
         folded = args[1] if args[0] == n_in + i else args[0]
-        if name in ("arith.addf", "arith.mulf") and t in ("f16", "f32", "f64") \
+        if name in ("arith.addf", "arith.mulf") and t in NATIVE_FLOATS \
                 and folded < n_in and not kernel.inputs[folded].is_gather:
             reducer = _pairwise(np.add if name == "arith.addf" else np.multiply)
         if folded == n_in + i or users.get(n_in + i) != [s] or users.get(y) != [-1]:
@@ -299,7 +299,7 @@ def _contraction_plan(kernel: Kernel) -> Contraction | None:
         return None
     t = kernel.outputs[0].element_type
     # Float contractions keep the sequential order (the combiner plan runs them exactly).
-    if t not in ("i2", "i4", "i8", "i16", "i32", "i64"):
+    if t not in _WHOLE_INTS:
         return None
     add_name, mul_name = "arith.addi", "arith.muli"
     s_add = kernel.yields[0] - base

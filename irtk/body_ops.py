@@ -57,6 +57,11 @@ def kernel_type(name: str | None) -> str | None:
     return "i32" if name == "index" else name
 
 
+# The types of a kernel's params (push constants, read by `kernel.param`): each takes its
+# storage size (`irtk.types`) and is aligned to it, in order (`Kernel.param_offsets`).
+PARAM_TYPES = ("index", "i32", "f32", "i64", "f64")
+
+
 def _bits(t: str) -> int:
     return SCALAR_TYPES[t].bits
 

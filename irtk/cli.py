@@ -38,7 +38,21 @@ def _error_text(e: Error) -> str:
     return text if ": error: " in text.split("\n", 1)[0] else f"irtk: error: {text}"
 
 
+def _device_argument(parser: argparse.ArgumentParser) -> None:
+    from irtk.hal import registry
+    parser.add_argument("--device", default="local-task",
+                        help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME")
+
+
+def _vulkan_target_argument(parser: argparse.ArgumentParser) -> None:
+    from irtk.compiler.targets import VULKAN_PROFILES
+    parser.add_argument("--vulkan-target", default="default",
+                        help=f"Vulkan target profile: {', '.join(VULKAN_PROFILES)}")
+
+
 def _parser() -> argparse.ArgumentParser:
+    from irtk.compiler.target_backends import target_names
+    targets = target_names()
     p = argparse.ArgumentParser(prog="irtk", description="Compile linalg MLIR to SPIR-V and VM "
                                 "bytecode modules (.vmfb) and run them on Vulkan or the CPU.")
     sub = p.add_subparsers(dest="command")
@@ -50,9 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("input", help="MLIR file ('-' for standard input)")
     c.add_argument("-o", "--output", required=True, help="module file to write")
     c.add_argument("--target", default="vulkan-spirv",
-                   help="vulkan-spirv, cpu, or a comma-separated list (default: vulkan-spirv)")
-    c.add_argument("--vulkan-target", default="default",
-                   help="Vulkan target profile: default, swiftshader, llvmpipe")
+                   help=f"{', '.join(targets)}, or a comma-separated list (default: vulkan-spirv)")
+    _vulkan_target_argument(c)
     c.add_argument("--dump-after", metavar="PHASE",
                    help="print the IR after each listed phase (comma-separated): import, "
                         "dispatch, stream, vm, or all")
@@ -62,8 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an exported function of a module")
     r.add_argument("module", help=".vmfb file")
-    r.add_argument("--device", default="local-task",
-                   help="local-sync, local-task, vulkan, vulkan://N or vulkan://NAME")
+    _device_argument(r)
     r.add_argument("--function", default="main", help="exported function to call")
     r.add_argument("--input", action="append", default=[],
                    help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8 or @x.npy (repeat per argument)")
@@ -90,12 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="run a test program's functions and report which pass "
                         "(IREE's check tests)")
     ck.add_argument("input", help="MLIR file (or a .vmfb module) with test functions")
-    ck.add_argument("--device", default="local-task",
-                    help="local-sync, local-task, vulkan, vulkan://N or vulkan://NAME")
+    _device_argument(ck)
     ck.add_argument("--target", default=None,
-                    help="vulkan-spirv or cpu (default: the one the device runs)")
-    ck.add_argument("--vulkan-target", default="default",
-                    help="Vulkan target profile: default, swiftshader, llvmpipe")
+                    help=f"{' or '.join(targets)} (default: the one the device runs)")
+    _vulkan_target_argument(ck)
     ck.add_argument("--all", action="store_true",
                     help="also run functions that take arguments, on random inputs "
                     "(pass: they run without error)")

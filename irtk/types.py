@@ -15,7 +15,9 @@ Small float formats, as LLVM's APFloat defines them (`FloatFormat.kind`):
 - "fnuz" (f8E4M3FNUZ, f8E5M2FNUZ): no inf, no -0; NaN is 0x80; overflow and inf give NaN;
 - "finite" (f4E2M1FN): no inf or NaN; overflow and inf saturate to +-max, NaN gives +0;
 - "e8m0" (f8E8M0FNU): unsigned powers of two 2^-127..2^127, no zero; 0xFF is NaN, which is
-  also what zero, negative numbers, inf and overflow give; tiny values give 2^-127.
+  also what negative numbers, inf and overflow give; zero and tiny values give 2^-127, and a
+  tie rounds up (`irtk.hal.numerics`; the SPIR-V generator differs on zero and ties,
+  docs/codegen_spirv.md).
 
 | type | bias | inf | NaN | max | notes |
 |---|---|---|---|---|---|

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from irtk.check_runner import FAIL, PASS, SKIP  # noqa: E402
-from tests.conformance import expectations, suite  # noqa: E402
+from tests.conformance import suite  # noqa: E402
 
 TABLE = ROOT / "tests" / "conformance" / "expectations.py"
 
@@ -29,22 +29,10 @@ actually happens; tests/conformance/test_conformance.py holds the suite to it st
 must be regenerated when a change makes tests pass (docs/check.md).
 
 Keys: "FILE::FUNCTION" (FILE relative to the suite folder). Values: {device: (status, reason)}
-with devices "local-task", "swiftshader", "lavapipe", or "*" for all three. A test or device
-not listed is expected to pass.
+with devices "local-task", "swiftshader", "lavapipe", or "*" for all three (`suite.expected`
+reads it). A test or device not listed is expected to pass.
 """
 from __future__ import annotations
-
-PASS = "pass"
-FAIL = "fail"
-SKIP = "skip"
-ALL_DEVICES = "*"
-
-
-def expected(case_id: str, device: str) -> tuple[str, str]:
-    """(status, reason) expected for the test `case_id` on `device`."""
-    entry = EXPECTED.get(case_id, {})
-    return entry.get(device) or entry.get(ALL_DEVICES) or (PASS, "")
-
 
 '''
 
@@ -61,14 +49,17 @@ def render(table: dict[str, dict[str, tuple[str, str]]]) -> str:
             lines.append(item)
         lines.append("    },")
     lines.append("}")
-    return HEADER + "\n".join(lines) + "\n"
+    used = sorted({status for entry in table.values() for status, _ in entry.values()})
+    names = ", ".join({FAIL: "FAIL", SKIP: "SKIP"}[status] for status in used)
+    imports = f"from irtk.check_runner import {names}\n\n" if used else ""
+    return HEADER + imports + "\n".join(lines) + "\n"
 
 
 def collapse(outcomes: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
     """One '*' entry when every device agrees; the devices that do not pass otherwise."""
     values = list(outcomes.values())
     if len(outcomes) == len(suite.DEVICES) and all(v == values[0] for v in values):
-        return {} if values[0][0] == PASS else {expectations.ALL_DEVICES: values[0]}
+        return {} if values[0][0] == PASS else {suite.ALL_DEVICES: values[0]}
     return {d: v for d, v in outcomes.items() if v[0] != PASS}
 
 
@@ -96,13 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = {}
         for device in suite.DEVICES:
             if device not in devices:   # not run: keep what the table says
-                outcomes[device] = expectations.expected(case.id, device)
+                outcomes[device] = suite.expected(case.id, device)
                 continue
             got = runner.result(case, device)
             reason = suite.normalize(got.message, case.file)
             outcomes[device] = (got.status, reason)
             counts[device][got.status] += 1
-            want = expectations.expected(case.id, device)[0]
+            want = suite.expected(case.id, device)[0]
             if got.status != want:
                 changes.append(f"  {case.id} on {device}: expected {want}, got {got.status}"
                                + (f": {reason}" if reason else ""))

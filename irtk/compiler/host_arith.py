@@ -183,22 +183,19 @@ def _float_to_int(h: HostOp) -> Reg:
     return narrow(h.b, h.new, h.r, h.out_t)
 
 
-@HOST_OPS.implements("arith.extf", "arith.truncf")
-def _float_cast(h: HostOp) -> Reg:
-    if h.in_bank == h.bank:
-        h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
-    else:
-        h.b.emit(f"cast.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
-    return h.r
+def _bank_move(instruction: str) -> Callable[[HostOp], Reg]:
+    """A cast that is a `mov` within a bank and `<instruction>.<from>.<to>` between two."""
+    def lower(h: HostOp) -> Reg:
+        if h.in_bank == h.bank:
+            h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
+        else:
+            h.b.emit(f"{instruction}.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
+        return h.r
+    return lower
 
 
-@HOST_OPS.implements("arith.bitcast")
-def _bitcast(h: HostOp) -> Reg:
-    if h.in_bank == h.bank:
-        h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
-    else:
-        h.b.emit(f"bitcast.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
-    return h.r
+HOST_OPS.register(("arith.extf", "arith.truncf"), _bank_move("cast"))
+HOST_OPS.register("arith.bitcast", _bank_move("bitcast"))
 
 
 def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, bank: str,
@@ -241,28 +238,29 @@ def _narrow_int(t: str) -> bool:
 
 
 def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
-    if t in ("i2", "i4"):
-        mask = new("i32")
-        b.emit("const.i32", mask.index, (1 << SCALAR_TYPES[t].bits) - 1)
-        b.emit("and.i32", r.index, r.index, mask.index)
+    bits = SCALAR_TYPES[t].bits
+    if bits in (1, 8, 16):      # the VM keeps the low 8 or 16 bits (an i1 is 0/1: its byte)
+        b.emit(f"trunc.i32.i{max(bits, 8)}", r.index, r.index)
         return
-    op = {"i1": "trunc.i32.i8", "i8": "trunc.i32.i8", "i16": "trunc.i32.i16"}[t]
-    b.emit(op, r.index, r.index)
+    mask = new("i32")
+    b.emit("const.i32", mask.index, (1 << bits) - 1)
+    b.emit("and.i32", r.index, r.index, mask.index)
 
 
 def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
     """Keep narrow integers in their canonical form (i1: 0/1, i2/i4/i8/i16 sign-extended)."""
-    if t in ("i2", "i4"):
-        shift = new("i32")
-        b.emit("const.i32", shift.index, 32 - SCALAR_TYPES[t].bits)
-        b.emit("shl.i32", r.index, r.index, shift.index)
-        b.emit("shr.s.i32", r.index, r.index, shift.index)
-    elif t == "i1":
+    if t not in SCALAR_TYPES or not _narrow_int(t):
+        return r
+    bits = SCALAR_TYPES[t].bits
+    if bits == 1:
         one = new("i32")
         b.emit("const.i32", one.index, 1)
         b.emit("and.i32", r.index, r.index, one.index)
-    elif t == "i8":
-        b.emit("ext.i8.i32.s", r.index, r.index)
-    elif t == "i16":
-        b.emit("ext.i16.i32.s", r.index, r.index)
+    elif bits in (8, 16):       # the VM sign-extends 8 and 16 bits
+        b.emit(f"ext.i{bits}.i32.s", r.index, r.index)
+    else:
+        shift = new("i32")
+        b.emit("const.i32", shift.index, 32 - bits)
+        b.emit("shl.i32", r.index, r.index, shift.index)
+        b.emit("shr.s.i32", r.index, r.index, shift.index)
     return r

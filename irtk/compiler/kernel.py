@@ -115,7 +115,7 @@ class Param:
 
     @property
     def byte_size(self) -> int:
-        return 8 if self.type in ("i64", "f64") else 4
+        return storage_bytes(self.type, 1)
 
 
 @dataclass(frozen=True)
@@ -220,10 +220,9 @@ class Kernel:
 
     @property
     def push_constant_bytes(self) -> int:
-        offset = 0
-        for p in self.params:
-            offset = -(-offset // p.byte_size) * p.byte_size + p.byte_size
-        return offset
+        if not self.params:
+            return 0
+        return self.param_offsets()[-1] + self.params[-1].byte_size
 
     def param_offsets(self) -> list[int]:
         offsets, offset = [], 0

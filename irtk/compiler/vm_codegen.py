@@ -23,6 +23,8 @@ from irtk.errors import CompileError
 from irtk.hal import numerics
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.modules import hal_types
+from irtk.modules.check import CheckModule
+from irtk.modules.hal import HalModule
 from irtk.types import SCALAR_TYPES
 from irtk.vm.refs import VM_BUFFER
 from irtk.vm.writer import FunctionBuilder, Label, ModuleWriter, Reg
@@ -35,31 +37,10 @@ UNIMPLEMENTED = 12        # a function the compiler could not lower
 REF_TYPES = (VM_BUFFER, hal_types.DEVICE, hal_types.ALLOCATOR, hal_types.BUFFER,
              hal_types.BUFFER_VIEW, hal_types.COMMAND_BUFFER, hal_types.EXECUTABLE, hal_types.FENCE)
 
-# The hal imports this codegen uses, with their calling conventions (irtk/modules/hal.py).
-HAL_IMPORTS = {
-    "hal.device.default": "0v_r",
-    "hal.device.allocator": "0r_r",
-    "hal.device.query.i64": "0rrr_iI",
-    "hal.executable.create": "0rrrr_r",
-    "hal.allocator.allocate": "0riiI_r",
-    "hal.allocator.allocate.initialized": "0rIiirII_r",
-    "hal.buffer.load": "0rIi_i",
-    "hal.buffer_view.create": "0rIIiiCID_r",
-    "hal.buffer_view.assert": "0rriiCID_v",
-    "hal.buffer_view.buffer": "0r_r",
-    "hal.buffer_view.dim": "0ri_I",
-    "hal.buffer_view.rank": "0r_i",
-    "hal.command_buffer.create": "0riii_r",
-    "hal.command_buffer.finalize": "0r_v",
-    "hal.command_buffer.execution_barrier": "0riii_v",
-    "hal.command_buffer.fill_buffer": "0rrIIii_v",
-    "hal.command_buffer.copy_buffer": "0rrIrII_v",
-    "hal.command_buffer.dispatch": "0rriiiiICiDCirIID_v",
-    "hal.fence.create": "0ri_r",
-    "hal.fence.await": "0iCrD_i",
-    "hal.device.queue.execute": "0rIrrCrD_v",
-    "hal.device.queue.execute.indirect": "0rIrrrCrIID_v",
-}
+# The calling convention of every import the host code may make, as the native modules that
+# implement them declare it (checked again at link time).
+IMPORT_SIGNATURES = {f"{m.name}.{f.name}": f.calling_convention
+                     for m in (HalModule, CheckModule) for f in m.EXPORTS}
 
 @dataclass
 class ExecutableVariant:
@@ -131,7 +112,7 @@ class ModuleGen:
     # -- module-level resources -----------------------------------------------------------
     def import_(self, name: str, signature: str | None = None) -> int:
         if name not in self.imports:
-            self.imports[name] = self.w.add_import(name, signature or HAL_IMPORTS[name])
+            self.imports[name] = self.w.add_import(name, signature or IMPORT_SIGNATURES[name])
         return self.imports[name]
 
     def string(self, text: str) -> int:

@@ -164,12 +164,8 @@ def _round_to(element_type: str, x: np.ndarray) -> np.ndarray:
         if x.dtype == np.bool_:
             return x if element_type == "i1" else x.astype(t.compute_dtype)
         return wrap_int(element_type, x)
-    if element_type == "f16":
-        return np.asarray(x).astype(np.float16)
-    if element_type == "f32":
-        return np.asarray(x).astype(np.float32)
-    if element_type == "f64":
-        return np.asarray(x).astype(np.float64)
+    if t.numpy_dtype is not None:        # a float numpy has (f16, f32, f64): its cast rounds
+        return np.asarray(x).astype(t.numpy_dtype)
     if element_type == "bf16":
         x = np.asarray(x)
         return _bf16_values(_bf16_bits(x if x.dtype == np.float64 else x.astype(np.float32)))
@@ -277,6 +273,6 @@ def decode(element_type: str, data: bytes | bytearray | memoryview | np.ndarray,
         raise ValueError(f"{n} {element_type} elements need {n * dtype.itemsize} bytes, "
                          f"got {raw.size}")
     stored = raw[:n * dtype.itemsize].view(dtype)
-    if element_type in ("i1", "bf16") or _small_float(element_type):
+    if not t.stores_values:                 # i1, bf16, f8: decoded from their codes
         return from_bits(element_type, stored)
     return stored.astype(t.compute_dtype)

@@ -181,24 +181,14 @@ class _Assembler:
             self.line = 1
             raise self.error(1, "missing 'module @name' line")
         self.w = ModuleWriter(name)
-        for number, cur, keyword in top:
-            self.line = number
-            try:
-                getattr(self, f"stmt_{keyword}")(cur)
-            except _Error as e:
-                raise self.error(e.column, e.message) from None
+        self.statements(top)
         for fn in self.functions:
             self.line = fn.line
             try:
                 self.w.declare_function(fn.name, fn.calling_convention)
             except ValueError as e:
                 raise self.error(1, str(e)) from None
-        for number, cur, keyword in deferred:
-            self.line = number
-            try:
-                getattr(self, f"stmt_{keyword}")(cur)
-            except _Error as e:
-                raise self.error(e.column, e.message) from None
+        self.statements(deferred)
         for ordinal, fn in enumerate(self.functions):
             self.w.define_function(ordinal, self.body(fn))
         try:
@@ -208,6 +198,15 @@ class _Assembler:
             raise self.error(1, str(e)) from None
 
     # -- top-level statements ----------------------------------------------------------------
+
+    def statements(self, statements: list[tuple[int, _Cursor, str]]) -> None:
+        """Run each (line, cursor, keyword) statement's `stmt_<keyword>` method, in order."""
+        for number, cur, keyword in statements:
+            self.line = number
+            try:
+                getattr(self, f"stmt_{keyword}")(cur)
+            except _Error as e:
+                raise self.error(e.column, e.message) from None
 
     def func_header(self, cur: _Cursor, number: int) -> _Func:
         name = cur.expect("sym", "the function name (@name)").value

@@ -30,7 +30,6 @@ from irtk.vm.yielding import Wait
 
 MAX_FRAMES = 256
 _POLL_SLICE = 0.002   # seconds a waiting `Invocation.result` blocks before polling the others
-_ZERO = {"i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "ref": None}
 
 
 class _Call:
@@ -174,7 +173,7 @@ def _layout(counts: dict[str, int]) -> tuple[dict[str, int], list[Any]]:
     bases, template = {}, []
     for bank in isa.BANKS:
         bases[bank] = len(template)
-        template.extend([_ZERO[bank]] * counts[bank])
+        template.extend([isa.BANK_ZERO[bank]] * counts[bank])
     return bases, template
 
 

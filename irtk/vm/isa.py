@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 BYTECODE_VERSION = 2
 
 BANKS = ("i32", "i64", "f32", "f64", "ref")
+# What a register (or a list slot) of each bank holds before anything is written to it.
+BANK_ZERO = {"i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "ref": None}
 # Bank number in the top 3 bits of a `regs` entry; index in the low 13 bits.
 BANK_CODES = {name: code for code, name in enumerate(BANKS)}
 REGS_INDEX_BITS = 13

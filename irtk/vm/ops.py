@@ -13,6 +13,7 @@ import struct
 from typing import Any, Callable
 
 from irtk.vm import numerics as n
+from irtk.vm.isa import BANK_ZERO
 from irtk.vm.ref_types import ref_type_name
 from irtk.vm.refs import Trap, VMBuffer, VMList
 
@@ -242,12 +243,9 @@ def _as_list(value: Any) -> VMList:
     return value
 
 
-_ZERO = {"i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "ref": None}
-
-
 def _list_get(bank: str) -> Factory:
-    zero = _ZERO[bank]
-    want = int if bank in ("i32", "i64") else float if bank in ("f32", "f64") else None
+    zero = BANK_ZERO[bank]
+    want = None if zero is None else type(zero)
     wrap = n.w32 if bank == "i32" else n.f32 if bank == "f32" else None
 
     def make(d: int, lst: int, index: int) -> Run:

@@ -7,6 +7,7 @@ import numpy as np
 
 from irtk.compiler import tir
 from irtk.compiler.kernel import AffineMap, Op
+from irtk.types import is_float
 
 F32 = "f32"
 
@@ -79,7 +80,7 @@ class Builder:
 
     def fill(self, value: float, out: tir.Value) -> tir.Value:
         et = out.type.element_type  # type: ignore[union-attr]
-        const = Op("arith.constant", (), et, float_value=value) if et.startswith("f") \
+        const = Op("arith.constant", (), et, float_value=value) if is_float(et) \
             else Op("arith.constant", (), et, int_value=int(value))
         rank = len(out.type.shape)  # type: ignore[union-attr]
         return self.generic([], [out], [identity(rank)], [const], [1])[0]

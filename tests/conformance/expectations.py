@@ -4,22 +4,12 @@ actually happens; tests/conformance/test_conformance.py holds the suite to it st
 must be regenerated when a change makes tests pass (docs/check.md).
 
 Keys: "FILE::FUNCTION" (FILE relative to the suite folder). Values: {device: (status, reason)}
-with devices "local-task", "swiftshader", "lavapipe", or "*" for all three. A test or device
-not listed is expected to pass.
+with devices "local-task", "swiftshader", "lavapipe", or "*" for all three (`suite.expected`
+reads it). A test or device not listed is expected to pass.
 """
 from __future__ import annotations
 
-PASS = "pass"
-FAIL = "fail"
-SKIP = "skip"
-ALL_DEVICES = "*"
-
-
-def expected(case_id: str, device: str) -> tuple[str, str]:
-    """(status, reason) expected for the test `case_id` on `device`."""
-    entry = EXPECTED.get(case_id, {})
-    return entry.get(device) or entry.get(ALL_DEVICES) or (PASS, "")
-
+from irtk.check_runner import FAIL, SKIP
 
 EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     'linalg/large_linalg_matmul.mlir::matmul_3456x1024x2048_f16_f16': {

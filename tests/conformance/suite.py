@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from irtk.check_runner import FAIL, CheckResult, find_functions
+from irtk.check_runner import FAIL, PASS, CheckResult, find_functions
+from tests.conformance import expectations
 
 SUITE_ENV = "IRTK_CONFORMANCE_DIR"     # another copy of the suite (same layout) to run instead
 SUITE_DIR = Path(__file__).resolve().parent / "iree_e2e"
@@ -39,6 +40,13 @@ DEVICES = {
     "swiftshader": ("swiftshader", "vulkan-spirv"),
     "lavapipe": ("llvmpipe", "vulkan-spirv"),
 }
+ALL_DEVICES = "*"   # the expectations table's key for every device
+
+
+def expected(case_id: str, device: str) -> tuple[str, str]:
+    """(status, reason) that expectations.py records for the test `case_id` on `device`."""
+    entry = expectations.EXPECTED.get(case_id, {})
+    return entry.get(device) or entry.get(ALL_DEVICES) or (PASS, "")
 
 # Files whose programs are large (big matmuls and reductions): marked slow.
 SLOW_FILES = frozenset({

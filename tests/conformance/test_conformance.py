@@ -30,7 +30,7 @@ def _params() -> list:
 @pytest.mark.parametrize(("case", "device_key"), _params())
 def test_conformance(case: suite.Case, device_key: str) -> None:
     got = suite.result(case, device_key)
-    want, reason = expectations.expected(case.id, device_key)
+    want, reason = suite.expected(case.id, device_key)
     message = suite.normalize(got.message, case.file)
     if got.status == want:
         if want == FAIL:
@@ -55,7 +55,7 @@ def test_the_table_names_only_existing_tests_and_devices() -> None:
     for case_id, by_device in expectations.EXPECTED.items():
         assert case_id in ids, f"expectations.py lists '{case_id}', which is not in the suite"
         for device, (status, reason) in by_device.items():
-            assert device == expectations.ALL_DEVICES or device in suite.DEVICES, device
+            assert device == suite.ALL_DEVICES or device in suite.DEVICES, device
             assert status in (FAIL, SKIP) and reason, (case_id, device)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import flatbuffers
 import numpy as np
 
+from irtk import types
 from irtk.hal import BindingRef, Device, Fence, numerics
 from irtk.types import storage_bytes
 from schemas import cpu_executable as fb
@@ -141,9 +142,8 @@ def words(*values: tuple[str, int | float]) -> list[int]:
     """Push-constant words for (type, value) params, laid out as kernels expect."""
     out = bytearray()
     for t, v in values:
-        size = 8 if t in ("i64", "f64") else 4
-        out += bytes(-len(out) % size)
-        fmt = {"index": "<i4", "i32": "<i4", "f32": "<f4", "i64": "<i8", "f64": "<f8"}[t]
-        out += np.array([v], dtype=fmt).tobytes()
+        dtype = types.scalar_type(t).storage_dtype
+        out += bytes(-len(out) % dtype.itemsize)
+        out += np.array([v], dtype=dtype).tobytes()
     out += bytes(-len(out) % 4)
     return [int(w) for w in np.frombuffer(bytes(out), dtype="<u4")]

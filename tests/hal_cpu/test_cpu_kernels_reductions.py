@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from hal_cpu.executable import parse_kernels
+from irtk import types
 from irtk.hal import numerics
 
 from .cpu_kernel_builder import executable, kernel, op, operand, run, workgroups_for
@@ -21,7 +22,7 @@ def _matmul(m: int, n: int, k: int, a_t: str, b_t: str, out_t: str, tile: int,
     ins = [operand(0, a_t, [m, k], 3, _rows(0, 2, nd=3)),
            operand(1, b_t, [k, n], 3, _rows(2, 1, nd=3))]
     outs = [operand(2, out_t, [m, n], 3, _rows(0, 1, nd=3))]
-    mul, add = ("arith.mulf", "arith.addf") if out_t.startswith(("f", "bf")) else \
+    mul, add = ("arith.mulf", "arith.addf") if types.is_float(out_t) else \
         ("arith.muli", "arith.addi")
     if cast:
         ops = [op(cast, 0, result_type=out_t), op(cast, 1, result_type=out_t),

@@ -12,7 +12,7 @@ from irtk.hal import numerics
 from .cpu_kernel_builder import elementwise, op, run, workgroups_for
 
 FLOATS = list(types.FLOAT_TYPES)
-INTS = {"i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+INTS = {t: types.scalar_type(t).bits for t in ("i4", "i8", "i16", "i32", "i64")}
 
 
 def _float_values(t: str, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -64,8 +64,7 @@ def test_float_math_is_within_one_unit_of_the_type(device, rng, t, name, ref):
     got = _run(device, name, [t], t, [a]).astype(np.float64)
     with np.errstate(all="ignore"):
         exact = np.vectorize(math.erf)(a) if ref is None else ref(a)
-    bits = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}.get(t) or \
-        1 + types.FLOAT_FORMATS[t].mantissa_bits
+    bits = 1 + types.FLOAT_FORMATS[t].mantissa_bits
     # The result is the exact value rounded to the type, or one of that value's neighbours
     # (two units of f32 for the types computed in f32 registers).
     eps = 2.0 ** (2 - min(bits, 23))
@@ -235,13 +234,14 @@ def test_integer_width_casts(device, rng, src, dst, kind):
 @pytest.mark.parametrize("t", ["i4", "f4E2M1FN"])
 def test_packed_types_read_and_write_odd_counts_across_tiles(device, rng, t):
     n = 37                                   # odd: the last byte holds one element
-    a = _float_values(t, rng, n)[:n] if t.startswith("f") else _int_values(t, rng, n)[:n]
-    a = np.where(np.isnan(a), 0, a) if t.startswith("f") else a
-    name = "arith.negf" if t.startswith("f") else "arith.subi"
-    ins = [t] if t.startswith("f") else [t, t]
-    inputs = [a] if t.startswith("f") else [np.zeros(n, np.int64), a]
+    is_float = types.is_float(t)
+    a = _float_values(t, rng, n)[:n] if is_float else _int_values(t, rng, n)[:n]
+    a = np.where(np.isnan(a), 0, a) if is_float else a
+    name = "arith.negf" if is_float else "arith.subi"
+    ins = [t] if is_float else [t, t]
+    inputs = [a] if is_float else [np.zeros(n, np.int64), a]
     got = _run(device, name, ins, t, inputs)
-    want = numerics.round_to(t, -a.astype(np.float64) if t.startswith("f") else -a)
+    want = numerics.round_to(t, -a.astype(np.float64) if is_float else -a)
     _same(got, want)
 
 
@@ -281,7 +281,7 @@ def test_binary_float_ops_against_float64(device, rng, t, name, ref):
     if name in ("math.powf", "math.atan2") and t in ("f32", "f64"):
         np.testing.assert_allclose(got, want, rtol=4e-7 if t == "f32" else 1e-15)
     elif name in ("math.powf", "math.atan2"):
-        bits = {"f16": 11, "bf16": 8}.get(t) or 1 + types.FLOAT_FORMATS[t].mantissa_bits
+        bits = 1 + types.FLOAT_FORMATS[t].mantissa_bits
         finite = np.isfinite(want) & np.isfinite(got)
         np.testing.assert_allclose(got[finite], want[finite], rtol=2.0 ** (1 - bits))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))

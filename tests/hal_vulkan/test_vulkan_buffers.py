@@ -84,15 +84,6 @@ def test_fill_writes_the_pattern(device, pattern, offset, length):
     assert buf.read() == bytes(expected)
 
 
-def test_fill_length_must_cover_whole_patterns(device):
-    buf = device.allocator.allocate(16)
-    cb = device.create_command_buffer()
-    with pytest.raises(RuntimeFailure, match="not a multiple of the 4-byte pattern"):
-        cb.fill_buffer(BindingRef(buf, 0, 6), b"abcd")
-    with pytest.raises(RuntimeFailure, match="1, 2 or 4 bytes"):
-        cb.fill_buffer(BindingRef(buf, 0, 6), b"abc")
-
-
 def test_copy_between_and_within_buffers(device, rng):
     src_data = rng.integers(0, 256, 300, dtype=np.uint8).tobytes()
     src = device.allocator.allocate_with_data(src_data)

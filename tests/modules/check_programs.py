@@ -2,15 +2,11 @@
 check module and the runner can be tested before the compiler emits check calls."""
 from __future__ import annotations
 
+from irtk.modules.check import CheckModule
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
 
-CHECK_SIGNATURES = {
-    "check.expect_true": "0i_v",
-    "check.expect_false": "0i_v",
-    "check.expect_all_true": "0rr_v",
-    "check.expect_eq": "0rrr_v",
-    "check.expect_almost_eq": "0rrrff_v",
-}
+# The calling convention of each `check.*` import, as the check module declares it.
+CHECK_SIGNATURES = {f"check.{f.name}": f.calling_convention for f in CheckModule.EXPORTS}
 
 
 def _scalar_checks(w: ModuleWriter, name: str, checks: list[tuple[str, int]],

@@ -346,10 +346,13 @@ def test_a_view_past_the_end_of_its_buffer_raises(local):
 
 # -- from bytecode ------------------------------------------------------------------------------
 
-def test_exports_match_the_calling_conventions_the_compiler_emits():
-    from tests.modules.check_programs import CHECK_SIGNATURES
-    assert {f"check.{f.name}": f.calling_convention for f in CheckModule.EXPORTS} \
-        == CHECK_SIGNATURES
+def test_the_compiler_imports_every_check_function_with_its_calling_convention():
+    from irtk.compiler.driver import compile_program
+    from tests.e2e.test_checks_and_constants import checks_program
+    module = load_module(compile_program(checks_program(np.zeros(6, np.float32)), target="cpu"))
+    emitted = {i.full_name: i.calling_convention for i in module.imports
+               if i.full_name.startswith("check.")}
+    assert emitted == {f"check.{f.name}": f.calling_convention for f in CheckModule.EXPORTS}
 
 
 def test_a_failed_check_in_bytecode_does_not_stop_the_function(local):

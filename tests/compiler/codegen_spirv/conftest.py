@@ -18,9 +18,10 @@ import pytest
 from irtk.compiler.codegen.spirv import SpirvKernel, compile_kernel, pack_executable
 from irtk.compiler.kernel import Kernel
 from irtk.compiler.targets import VULKAN_PROFILES, VulkanProfile
+from irtk.types import scalar_type
 from schemas import VULKAN_EXECUTABLE_FORMAT
 
-from .reference import FLOATS, encode, from_storage, to_storage
+from .reference import encode, from_storage, to_storage
 
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", tempfile.mkdtemp(prefix="irtk-codegen-mesa-"))
 
@@ -102,12 +103,10 @@ def push_words(kernel: Kernel, params: list[int | float]) -> list[int]:
     """Params as the u32 push-constant words `Kernel.param_offsets()` lays out."""
     words = [0] * (-(-kernel.push_constant_bytes // 4))
     for p, offset, value in zip(kernel.params, kernel.param_offsets(), params):
-        if p.type in ("i64", "f64"):
-            raw = struct.pack("<q" if p.type == "i64" else "<d", value)
+        if p.byte_size == 8:
+            raw = np.array([value], scalar_type(p.type).storage_dtype).tobytes()
             words[offset // 4], words[offset // 4 + 1] = struct.unpack("<II", raw)
-        elif p.type == "f32":
-            words[offset // 4] = struct.unpack("<I", struct.pack("<f", value))[0]
-        elif p.type in FLOATS:
+        elif scalar_type(p.type).is_float:     # its bits, in the low bits of the word
             words[offset // 4] = int(encode(p.type, np.array([value]))[0])
         else:
             words[offset // 4] = int(value) & 0xFFFFFFFF

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, Param
+from irtk.types import is_float
 
 INT_MIN, INT_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
-NP_TYPES = {"f32": np.float32, "i32": np.int32}
 
 
 def identity(rank: int) -> AffineMap:
@@ -17,6 +17,33 @@ def projection(num_dims: int, dims: list[int]) -> AffineMap:
     """The map (d0, ..., dn-1) -> (d[dims[0]], d[dims[1]], ...): broadcasts and transposes."""
     return AffineMap(num_dims, tuple(tuple(1 if j == d else 0 for j in range(num_dims + 1))
                                      for d in dims))
+
+
+def row_reduce(combiner: str, in_type: str, out_type: str, rows, cols,
+               dynamic: bool = False) -> Kernel:
+    """out[r] = combine(out[r], x[r, c]) over c (with `dynamic`, rows and cols are params)."""
+    params: tuple[Param, ...] = ()
+    if dynamic:
+        params, rows, cols = (Param("R", "index"), Param("C", "index")), "R", "C"
+    return Kernel(f"rows_{combiner[6:]}_{out_type}", (rows, cols),
+                  [Operand(0, in_type, (rows, cols), identity(2))],
+                  [Operand(1, out_type, (rows,), projection(2, [0]))],
+                  [Op(combiner, (1, 0), out_type)], [2], ("parallel", "reduction"), params)
+
+
+def multiply_accumulate(in_type: str, acc: str) -> list[Op]:
+    """The body of acc += x * y over inputs 0 and 1 (value 2 is the accumulator), with x and y
+    widened to `acc` first when `in_type` is narrower; its result is the last value."""
+    ops: list[Op] = []
+    x, y = 0, 1
+    if in_type != acc:
+        conv = "arith.extf" if is_float(acc) else "arith.extsi"
+        ops += [Op(conv, (0,), acc), Op(conv, (1,), acc)]
+        x, y = 3, 4
+    add, mul = ("arith.addf", "arith.mulf") if is_float(acc) else ("arith.addi", "arith.muli")
+    ops.append(Op(mul, (x, y), acc))
+    ops.append(Op(add, (2, 2 + len(ops)), acc))
+    return ops
 
 
 def elementwise(name: str, shape: tuple[int, ...], in_types: list[str], out_types: list[str],

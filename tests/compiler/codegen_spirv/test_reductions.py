@@ -12,26 +12,14 @@ import pytest
 
 from irtk.compiler import split_reduction
 from irtk.compiler.codegen.spirv.reduction import plan, reduction_terms
-from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, Param
+from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
 from irtk.compiler.targets import VULKAN_PROFILES
 
-from .kernels import identity, projection
+from .kernels import identity, projection, row_reduce
 from .reference import round_float
 
 F16_EPS = 2.0 ** -10   # relative spacing of f16 values (10 fraction bits)
 BF16_EPS = 2.0 ** -7
-
-
-def row_reduce(combiner: str, in_type: str, out_type: str, rows, cols,
-               dynamic: bool = False) -> Kernel:
-    """out[r] = combine(out[r], x[r, c]) over c."""
-    params: tuple[Param, ...] = ()
-    if dynamic:
-        params, rows, cols = (Param("R", "index"), Param("C", "index")), "R", "C"
-    return Kernel(f"rows_{combiner[6:]}_{out_type}", (rows, cols),
-                  [Operand(0, in_type, (rows, cols), identity(2))],
-                  [Operand(1, out_type, (rows,), projection(2, [0]))],
-                  [Op(combiner, (1, 0), out_type)], [2], ("parallel", "reduction"), params)
 
 
 def exact_sum(x: np.ndarray, init: np.ndarray) -> np.ndarray:

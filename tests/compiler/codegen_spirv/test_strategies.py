@@ -9,7 +9,7 @@ import pytest
 
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, Param
 
-from .kernels import identity, projection
+from .kernels import identity, multiply_accumulate, projection, row_reduce
 from .reference import run_reference
 
 F32_TOL = dict(rtol=2e-5, atol=2e-5)
@@ -41,16 +41,7 @@ def matmul(m, n, k, in_type="f32", acc="f32", batch: int | None = None,
     b = Operand(1, in_type, bshape + ((n, k) if transpose_b else (k, n)),
                 projection(dims, b_dims))
     c = Operand(2, acc, bshape + (m, n), projection(dims, lead + [mm, nn]))
-    ops: list[Op] = []
-    x, y = 0, 1
-    if in_type != acc:
-        conv = "arith.extf" if acc == "f32" else "arith.extsi"
-        ops += [Op(conv, (0,), acc), Op(conv, (1,), acc)]
-        x, y = 3, 4
-    add, mul = ("arith.addf", "arith.mulf") if acc.startswith(("f", "bf")) else \
-        ("arith.addi", "arith.muli")
-    ops.append(Op(mul, (x, y), acc))
-    ops.append(Op(add, (2, 2 + len(ops)), acc))
+    ops = multiply_accumulate(in_type, acc)
     ranges = bshape + (m, n, k)
     kinds = ("parallel",) * (dims - 1) + ("reduction",)
     return Kernel("matmul", ranges, [a, b], [c], ops, [2 + len(ops)], kinds, params)
@@ -134,13 +125,7 @@ def test_matmul_direct_variants_without_subgroup_operations(swiftshader, rng, m,
 # --- reductions --------------------------------------------------------------------------------
 
 def reduce_rows(combiner: str, kind: str, rows, cols, dynamic: bool = False) -> Kernel:
-    params: tuple[Param, ...] = ()
-    if dynamic:
-        params, rows, cols = (Param("R", "index"), Param("C", "index")), "R", "C"
-    return Kernel(f"reduce_{combiner[6:]}", (rows, cols),
-                  [Operand(0, kind, (rows, cols), identity(2))],
-                  [Operand(1, kind, (rows,), projection(2, [0]))],
-                  [Op(combiner, (1, 0), kind)], [2], ("parallel", "reduction"), params)
+    return row_reduce(combiner, kind, kind, rows, cols, dynamic)
 
 
 _NUMPY_REDUCE = {
@@ -326,14 +311,7 @@ def conv2d(n, h, w, c, kh, kw, f, stride=1, in_type="f32", acc="f32") -> Kernel:
         return tuple(coeffs.get(j, 0) for j in range(7)) + (0,)
     image = AffineMap(7, (row({0: 1}), row({1: stride, 4: 1}), row({2: stride, 5: 1}),
                           row({6: 1})))
-    ops: list[Op] = []
-    x, y = 0, 1
-    if in_type != acc:
-        conv = "arith.extf" if acc == "f32" else "arith.extsi"
-        ops += [Op(conv, (0,), acc), Op(conv, (1,), acc)]
-        x, y = 3, 4
-    add, mul = ("arith.addf", "arith.mulf") if acc == "f32" else ("arith.addi", "arith.muli")
-    ops += [Op(mul, (x, y), acc), Op(add, (2, 2 + len(ops) + 1), acc)]
+    ops = multiply_accumulate(in_type, acc)
     return Kernel("conv", (n, oh, ow, f, kh, kw, c),
                   [Operand(0, in_type, (n, h, w, c), image),
                    Operand(1, in_type, (kh, kw, c, f), projection(7, [4, 5, 6, 3]))],

@@ -10,9 +10,10 @@ from irtk.compiler.codegen.spirv.float_formats import FORMATS
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
 from irtk.compiler.targets import VULKAN_PROFILES
 from irtk.errors import CompileError
+from irtk.types import scalar_type
 
 from .kernels import identity
-from .reference import INT_WIDTH, decode, encode, run_reference
+from .reference import decode, encode, run_reference
 
 SMALL_FLOATS = [name for name in FORMATS]
 BITS_TYPE = {4: "i4", 8: "i8", 16: "i16"}
@@ -73,9 +74,25 @@ def rounding_samples(kind: str, rng: np.random.Generator) -> np.ndarray:
     return x[(np.abs(x) >= F32_TINY) | (x == 0) | ~np.isfinite(x)]
 
 
+def spirv_bits(kind: str, x: np.ndarray) -> np.ndarray:
+    """The bits the SPIR-V generator rounds f32 values `x` to: `irtk.hal.numerics`' (the CPU
+    reference's), but for f8E8M0FNU, whose rules differ between the two backends
+    (docs/codegen_spirv.md, docs/cpu_kernels.md): there the SPIR-V code takes zero to NaN
+    (numerics: 2^-127) and a tie between two powers of two to the even exponent, so the tie
+    above 2^127 to 2^127 (numerics: up, to the odd one, and past 2^127 to NaN)."""
+    want = encode(kind, x)
+    if kind != "f8E8M0FNU":
+        return want
+    fraction, exponent = np.frexp(x)
+    code = exponent + 126                     # of the power of two below a tie 1.5 * 2^k
+    want = np.where((fraction == 0.75) & (code % 2 == 0), code, want)
+    return np.where(x == 0, 0xFF, want)
+
+
 @pytest.mark.parametrize("kind", SMALL_FLOATS)
 def test_f32_rounds_to_nearest_even_with_the_format_rules(vulkan, rng, kind):
-    """f32 -> truncf -> bitcast -> the stored bits, against a table-lookup reference."""
+    """f32 -> truncf -> bitcast -> the stored bits, against the rounding of irtk.hal.numerics
+    (which tests/hal/test_numerics.py checks against brute force)."""
     fmt = FORMATS[kind]
     x = rounding_samples(kind, rng)
     n = x.size
@@ -84,7 +101,7 @@ def test_f32_rounds_to_nearest_even_with_the_format_rules(vulkan, rng, kind):
                     [Operand(1, int_type, (n,), identity(1))],
                     [Op("arith.truncf", (0,), kind), Op("arith.bitcast", (2,), int_type)], [3])
     got = vulkan.run(kernel, [x])[0] & ((1 << fmt.bits) - 1)
-    want = encode(kind, x)
+    want = spirv_bits(kind, x)
     got_nan, want_nan = np.isnan(decode(kind, got)), np.isnan(decode(kind, want))
     np.testing.assert_array_equal(got_nan, want_nan)
     np.testing.assert_array_equal(got[~want_nan], want[~want_nan])
@@ -102,7 +119,7 @@ def test_rounding_in_registers_matches_the_bits_at_every_boundary(vulkan, rng, k
                     [Operand(1, "f32", (n,), identity(1))],
                     [Op("arith.truncf", (0,), kind), Op("arith.extf", (2,), "f32")], [3])
     got = vulkan.run(kernel, [x])[0]
-    want = decode(kind, encode(kind, x))
+    want = decode(kind, spirv_bits(kind, x))
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     _close_or_flushed(got[~nan], want[~nan])
@@ -133,7 +150,7 @@ def test_narrow_float_arithmetic_rounds_after_every_op(vulkan, rng, kind):
                                 "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"])
 def test_narrow_integer_ops_wrap(vulkan, rng, kind, op):
     n = 333   # odd: the last word of packed outputs is partial
-    width = INT_WIDTH[kind]
+    width = scalar_type(kind).bits
     lo, hi = -(1 << (width - 1)), 1 << (width - 1)
     a, b = rng.integers(lo, hi, n), rng.integers(lo, hi, n)
     if "sh" in op:
@@ -154,8 +171,8 @@ def test_narrow_integer_ops_wrap(vulkan, rng, kind, op):
     ("i16", "index", "arith.index_castui")])
 def test_conversions_between_widths(vulkan, rng, src, dst, op):
     n = 301
-    if src.startswith("i") or src == "index":
-        width = INT_WIDTH[src]
+    if scalar_type(src).is_int:
+        width = scalar_type(src).bits
         x = rng.integers(-(1 << (width - 1)), 1 << (width - 1), n) if width > 1 else \
             rng.integers(0, 2, n).astype(bool)
     else:
@@ -287,7 +304,7 @@ def test_emulated_i64_conversions(vulkan, rng, src, dst, op):
     elif src == "i1":
         x = rng.integers(0, 2, n).astype(bool)
     else:
-        width = INT_WIDTH[src]
+        width = scalar_type(src).bits
         x = rng.integers(-(1 << (width - 1)), 1 << (width - 1), n)
     kernel = unary(f"convert_{src}_{dst}_e", src, dst, n, op)
     got = vulkan.run(kernel, [x], compile_kernel(kernel, _without_int64(vulkan)))[0]

@@ -7,6 +7,7 @@ import numpy as np
 
 from irtk.compiler import tir
 from irtk.compiler.frontend import parse_program
+from irtk.types import is_float
 from tests.compiler.frontend.tir_eval import run_function
 
 # Fresh data every run; IRTK_TEST_SEED=<seed> replays a failing one (the seed is in messages).
@@ -22,17 +23,13 @@ def run(text: str, *args, name: str = "main") -> list:
     values = []
     for a, v in zip(args, fn.args):
         if isinstance(v.type, tir.TensorType):
-            values.append(np.asarray(a, dtype=np.float64 if _is_float(v.type.element_type)
+            values.append(np.asarray(a, dtype=np.float64 if is_float(v.type.element_type)
                                      else np.int64))
         else:
             values.append(a)
     results, record = run_function(program, name, values)
     assert not record.failures, record.failures
     return results
-
-
-def _is_float(t: str) -> bool:
-    return t.startswith(("f", "bf"))
 
 
 def f32(*shape: int) -> np.ndarray:

@@ -3,21 +3,22 @@ and `check.*` ops, so that the importer's normalization is checked against the c
 programs' own expected values.
 
 Generics are evaluated vectorized over all parallel points at once, and sequentially over the
-reduction points in lexicographic order (the kernel IR's semantics). Values follow
-numerics.py: floats as float64 arrays rounded to their type after every op, integers as int64
-arrays wrapped to their width.
+reduction points in lexicographic order (the kernel IR's semantics). Each scalar op computes
+what the CPU reference backend computes (tests/op_semantics.py), so its result is rounded or
+wrapped to its type; values are held as float64 arrays (floats) and int64 arrays (integers, i1
+as 0/1).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from irtk.compiler import kernel, tir
-from tests.compiler.frontend import numerics as nm
-from tests.compiler.frontend.numerics import is_float
+from irtk.hal import numerics
+from irtk.types import is_float
+from tests.op_semantics import evaluate, value_type
 
 
 class EvalError(Exception):
@@ -29,148 +30,28 @@ def _dtype(t: str):
 
 
 def from_constant(value, t: tir.Type):
-    """A constant's value in the evaluator's representation."""
-    elt = t.element_type if isinstance(t, tir.TensorType) else t.name
-    a = np.asarray(value, dtype=np.float64 if is_float(elt) else np.int64)
-    return nm.round_to(a, elt) if is_float(elt) else nm.wrap(a, elt)
+    """A constant's value in the evaluator's representation (an index is 32 bits in a tensor,
+    64 in a host scalar)."""
+    tensor = isinstance(t, tir.TensorType)
+    elt = t.element_type if tensor else t.name  # type: ignore[union-attr]
+    a = np.asarray(value, dtype=_dtype(elt))
+    return held(elt, numerics.round_to(value_type(elt, "i32" if tensor else "i64"), a))
 
 
 # ---- scalar ops ------------------------------------------------------------------------------
-_CMPI = {"eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
-         "sgt": np.greater, "sge": np.greater_equal}
-_CMPF = {"oeq": np.equal, "one": np.not_equal, "olt": np.less, "ole": np.less_equal,
-         "ogt": np.greater, "oge": np.greater_equal}
-
-
-def _int_div(a, b, mode: str):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        b = np.where(b == 0, 1, b)
-        if mode == "trunc":
-            q = np.abs(a) // np.abs(b)
-            return np.where((a < 0) != (b < 0), -q, q)
-        if mode == "floor":
-            return a // b
-        return -((-a) // b)   # ceil
+def held(t: str, value) -> np.ndarray:
+    """A value of type `t` in the evaluator's representation (float64, or int64 with i1 as 0/1)."""
+    return np.asarray(value).astype(_dtype(t))
 
 
 def apply(name: str, args: list, types: list[str], rt: str, predicate: str = "",
-          int_value: int = 0, float_value: float = 0.0):
-    """One arith/math op on numpy arrays (or scalars) of the given operand types."""
-    t0 = types[0] if types else rt
-    a = args[0] if args else None
-    b = args[1] if len(args) > 1 else None
-    if name == "arith.constant":
-        return nm.round_to(float_value, rt) if is_float(rt) else nm.wrap(int_value, rt)
-    if name in _FL:
-        with np.errstate(all="ignore"):
-            return nm.round_to(_FL[name](a, b), rt)
-    if name in _UN:
-        with np.errstate(all="ignore"):
-            return nm.round_to(_UN[name](a), rt)
-    if name in _II:
-        return nm.wrap(_II[name](np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)), rt)
-    return _apply_rest(name, args, types, rt, t0, a, b, predicate)
-
-
-def _apply_rest(name, args, types, rt, t0, a, b, predicate):
-    if name == "math.rsqrt":
-        with np.errstate(all="ignore"):
-            return nm.round_to(1.0 / np.sqrt(a), rt)
-    if name == "math.round":   # half away from zero
-        return nm.round_to(np.copysign(np.floor(np.abs(a) + 0.5), a), rt)
-    if name == "math.erf":
-        return nm.round_to(np.vectorize(math.erf, otypes=[np.float64])(a), rt)
-    if name == "math.fma":
-        return nm.round_to(a * b + args[2], rt)
-    if name == "math.fpowi":
-        return nm.round_to(np.power(a, b.astype(np.float64)), rt)
-    if name in ("arith.maxui", "arith.minui"):
-        f = np.maximum if name == "arith.maxui" else np.minimum
-        return nm.wrap(f(nm.unsigned(a, t0), nm.unsigned(b, t0)).astype(np.int64), rt)
-    if name in ("arith.divsi", "arith.remsi", "arith.floordivsi", "arith.ceildivsi"):
-        x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        if name == "arith.remsi":
-            return nm.wrap(x - _int_div(x, y, "trunc") * y, rt)
-        return nm.wrap(_int_div(x, y, {"arith.divsi": "trunc", "arith.floordivsi": "floor",
-                                       "arith.ceildivsi": "ceil"}[name]), rt)
-    if name in ("arith.divui", "arith.remui", "arith.ceildivui"):
-        x, y = nm.unsigned(a, t0), nm.unsigned(b, t0)
-        y = np.where(y == 0, 1, y)
-        r = {"arith.divui": x // y, "arith.remui": x % y, "arith.ceildivui": (x + y - 1) // y}[name]
-        return nm.wrap(np.asarray(r).astype(np.int64), rt)
-    if name == "arith.shli":
-        return nm.wrap(np.left_shift(nm.unsigned(a, t0).astype(np.int64), b & 63), rt)
-    if name == "arith.shrui":
-        return nm.wrap(np.right_shift(nm.unsigned(a, t0), (b & 63).astype(nm.unsigned(a, t0).dtype)).astype(np.int64), rt)
-    if name == "arith.shrsi":
-        return nm.wrap(np.right_shift(np.asarray(a, dtype=np.int64), b & 63), rt)
-    if name == "math.absi":
-        return nm.wrap(np.abs(a), rt)
-    if name == "math.ipowi":
-        return nm.wrap(np.power(a, np.maximum(b, 0)), rt)
-    if name == "math.ctpop":
-        return nm.wrap(np.vectorize(lambda v: bin(int(v)).count("1"))(nm.unsigned(a, t0)), rt)
-    if name == "arith.cmpi":
-        p = predicate
-        if p[0] == "u":
-            x, y = nm.unsigned(a, t0), nm.unsigned(b, t0)
-            p = "s" + p[1:]
-        else:
-            x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        return _CMPI[p](x, y).astype(np.int64)
-    if name == "arith.cmpf":
-        p = predicate
-        if p == "false":
-            return np.zeros_like(a, dtype=np.int64)
-        if p == "true":
-            return np.ones_like(a, dtype=np.int64)
-        unordered = np.isnan(a) | np.isnan(b)
-        if p == "ord":
-            return (~unordered).astype(np.int64)
-        if p == "uno":
-            return unordered.astype(np.int64)
-        with np.errstate(invalid="ignore"):
-            r = _CMPF["o" + p[1:]](a, b)
-        r = (r & ~unordered) if p[0] == "o" else (r | unordered)
-        return r.astype(np.int64)
-    if name == "arith.select":
-        return np.where(np.asarray(a) != 0, b, args[2])
-    # casts
-    if name in ("arith.extsi", "arith.index_cast"):
-        return nm.wrap(nm.signed(a, t0), rt)
-    if name in ("arith.extui", "arith.index_castui"):
-        return nm.wrap(nm.unsigned(a, t0).astype(np.int64), rt)
-    if name == "arith.trunci":
-        return nm.wrap(a, rt)
-    if name == "arith.sitofp":
-        return nm.round_to(nm.signed(a, t0).astype(np.float64), rt)
-    if name == "arith.uitofp":
-        return nm.round_to(nm.unsigned(a, t0).astype(np.float64), rt)
-    if name in ("arith.fptosi", "arith.fptoui"):
-        with np.errstate(invalid="ignore"):
-            v = np.trunc(np.nan_to_num(np.asarray(a, dtype=np.float64)))
-        return nm.wrap(np.clip(v, -2.0 ** 63, 2.0 ** 63 - 1).astype(np.int64), rt)
-    if name in ("arith.extf", "arith.truncf"):
-        return nm.round_to(a, rt)
-    if name == "arith.bitcast":
-        bits = nm.encode(a, t0) if is_float(t0) else nm.unsigned(a, t0).astype(np.int64)
-        return nm.decode(bits, rt) if is_float(rt) else nm.wrap(bits, rt)
-    raise EvalError(f"evaluator lacks op {name}")
-
-
-_FL = {"arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
-       "arith.divf": np.divide, "math.powf": np.power, "math.atan2": np.arctan2,
-       "math.copysign": np.copysign, "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin,
-       "arith.maximumf": np.maximum, "arith.minimumf": np.minimum, "arith.remf": np.fmod}
-_UN = {"arith.negf": np.negative, "math.exp": np.exp, "math.exp2": np.exp2,
-       "math.expm1": np.expm1, "math.log": np.log, "math.log2": np.log2,
-       "math.log10": np.log10, "math.log1p": np.log1p, "math.tanh": np.tanh,
-       "math.sqrt": np.sqrt, "math.absf": np.abs, "math.floor": np.floor,
-       "math.ceil": np.ceil, "math.trunc": np.trunc, "math.roundeven": np.round,
-       "math.sin": np.sin, "math.cos": np.cos, "math.tan": np.tan, "math.atan": np.arctan}
-_II = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
-       "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
-       "arith.maxsi": np.maximum, "arith.minsi": np.minimum}
+          int_value: int = 0, float_value: float = 0.0, index: str = "i32"):
+    """One arith/math op on numpy arrays (or scalars) of the given operand types, as the CPU
+    reference computes it (tests/op_semantics.py); `index` is the type of an MLIR index (i32 in
+    kernel bodies, i64 on the host)."""
+    result = evaluate(name, args, types, rt, predicate=predicate, int_value=int_value,
+                      float_value=float_value, index=index)
+    return held(rt, result)
 
 
 # ---- generics ------------------------------------------------------------------------------------
@@ -335,7 +216,7 @@ def eval_generic(op: tir.Op, operands: list[np.ndarray], reassociate: bool = Fal
             cop = ops[ci]
             cur = outs[k][out_idx[k]] if out_idx[k] else outs[k][()]
             t = types[n_in + k]
-            total = nm.round_to(acc[k], t) if is_float(t) else acc[k]
+            total = held(t, numerics.round_to(t, acc[k])) if is_float(t) else acc[k]
             new = apply(cop.name, [cur, total], [t, t], t)
             if out_idx[k]:
                 outs[k][out_idx[k]] = new
@@ -460,7 +341,8 @@ class Interpreter:
                 values = self.region(op.regions[1], env3)
         if k.startswith(("arith.", "math.")):
             types = [v.type.name for v in op.operands]  # type: ignore[union-attr]
-            r = apply(k, args, types, op.result.type.name, op.attrs.get("predicate", ""))  # type: ignore[union-attr]
+            r = apply(k, args, types, op.result.type.name, op.attrs.get("predicate", ""),  # type: ignore[union-attr]
+                      index="i64")
             return [np.asarray(r)[()]]
         raise EvalError(f"{op.location}: evaluator lacks TIR op {k}")
 

@@ -229,7 +229,7 @@ class ShaderInterface:
         p = self.kernel.params[k]
         word = self.kernel.param_offsets()[k] // 4
         low = self._push_word(word)
-        if p.type in ("i64", "f64"):
+        if p.byte_size == 8:                    # two push-constant words
             vec = e.op(SpvOp.CompositeConstruct, e.b.type_vector(e.u32, 2), low,
                        self._push_word(word + 1))
             if p.type == "i64" and e.emulate_i64:

@@ -457,22 +457,19 @@ def _divide(e: Emitter, name: str, a: int, b: int) -> int:
     return emit_op(e, OpCall(Op(name, (0, 1), "i32"), [a, b], ["i32", "i32"], _no_index))
 
 
-def _ceildivsi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    a, b = args
-    q, r = _divide(e, "arith.divsi", a, b), _divide(e, "arith.remsi", a, b)
-    same_sign = e.op(SpvOp.LogicalEqual, e.bool, e.op(SpvOp.SLessThan, e.bool, a, e.i32c(0)),
+def _rounded_signed_division(up: bool):
+    """ceildivsi (`up`) and floordivsi: the truncated quotient, one step up where the remainder
+    is not 0 and the signs agree (floordivsi: one step down where they differ)."""
+    def emit(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
+        a, b = args
+        q, r = _divide(e, "arith.divsi", a, b), _divide(e, "arith.remsi", a, b)
+        signs = e.op(SpvOp.LogicalEqual if up else SpvOp.LogicalNotEqual, e.bool,
+                     e.op(SpvOp.SLessThan, e.bool, a, e.i32c(0)),
                      e.op(SpvOp.SLessThan, e.bool, b, e.i32c(0)))
-    bump = e.and_(e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)), same_sign)
-    return e.select(e.i32, bump, e.op(SpvOp.IAdd, e.i32, q, e.i32c(1)), q)
-
-
-def _floordivsi(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    a, b = args
-    q, r = _divide(e, "arith.divsi", a, b), _divide(e, "arith.remsi", a, b)
-    differ = e.op(SpvOp.LogicalNotEqual, e.bool, e.op(SpvOp.SLessThan, e.bool, a, e.i32c(0)),
-                  e.op(SpvOp.SLessThan, e.bool, b, e.i32c(0)))
-    bump = e.and_(e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)), differ)
-    return e.select(e.i32, bump, e.op(SpvOp.ISub, e.i32, q, e.i32c(1)), q)
+        bump = e.and_(e.op(SpvOp.INotEqual, e.bool, r, e.i32c(0)), signs)
+        return e.select(e.i32, bump, e.op(SpvOp.IAdd if up else SpvOp.ISub, e.i32, q,
+                                          e.i32c(1)), q)
+    return emit
 
 
 def _ceildivui(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
@@ -505,8 +502,9 @@ for _names, _emit in ((("math.expm1",), _expm1), (("math.log1p",), _log1p),
                       (("math.atan",), _unary(GLSLstd450.Atan)), (("math.atan2",), _atan2),
                       (("math.erf",), _erf), (("math.round",), _round),
                       (("math.fpowi",), _fpowi), (("math.ipowi",), _ipowi),
-                      (("arith.ceildivsi",), _ceildivsi), (("arith.ceildivui",), _ceildivui),
-                      (("arith.floordivsi",), _floordivsi),
+                      (("arith.ceildivsi",), _rounded_signed_division(up=True)),
+                      (("arith.ceildivui",), _ceildivui),
+                      (("arith.floordivsi",), _rounded_signed_division(up=False)),
                       (("math.ctlz",), _bit_count("ctlz")), (("math.cttz",), _bit_count("cttz")),
                       (("math.ctpop",), _bit_count("ctpop"))):
     _register("extra", *_names, claim=narrow_classes)(_emit)
