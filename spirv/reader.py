@@ -291,7 +291,8 @@ def entry_points(binary: Binary) -> list[EntryPoint]:
             continue
         # The decoder has checked the operands against the grammar, so the patterns match.
         match _Decoder(inst, ctx).run():
-            case [("enum", (_, int() as model)), ("id", int() as fn), ("str", str() as name), *rest]:
+            case [("enum", (_, int() as model)), ("id", int() as fn), ("str", str() as name),
+                  *rest]:
                 found.append((model, name, fn, tuple(_numbers(rest))))
             case [("id", int() as fn), ("enum", (_, int() as mode)), *rest]:
                 match _numbers(rest):

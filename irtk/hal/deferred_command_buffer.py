@@ -235,7 +235,7 @@ class DeferredCommandBuffer(CommandBuffer):
         for cmd in self.commands:
             for r in command_refs(cmd):
                 if not r.is_slot:
-                    assert r.buffer is not None
+                    assert r.buffer is not None, "a ref that is not a slot names its buffer"
                     buffer = r.buffer.allocated_buffer
                     seen[id(buffer)] = buffer
         return list(seen.values())

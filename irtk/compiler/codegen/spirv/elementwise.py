@@ -34,8 +34,8 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Exec
                           ExecutionModel, MemoryModel, Op as SpvOp, SelectionControl,
                           StorageClass)
 
-from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges, static_shape
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
+from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 

@@ -20,8 +20,8 @@ from functools import partial
 
 from spirv.tables import BuiltIn, LoopControl, Op as SpvOp, SelectionControl
 
-from irtk.compiler.kernel_static import static_extents
 from irtk.compiler.kernel import Grid, GridAxis, Kernel
+from irtk.compiler.kernel_static import static_extents
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 

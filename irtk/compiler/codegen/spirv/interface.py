@@ -31,8 +31,8 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
                           ExecutionModel, MemoryModel, MemorySemantics, Op as SpvOp, Scope,
                           StorageClass)
 
-from irtk.compiler.kernel_static import operand_map, static_ranges, static_shape
 from irtk.compiler.kernel import Extent, Grid, Kernel, Operand
+from irtk.compiler.kernel_static import operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
@@ -515,7 +515,8 @@ class ShaderInterface:
 
 def storage_words(operand: Operand) -> int:
     """Whole 32-bit words a static operand occupies (what its binding must cover)."""
-    return -(-math.prod(static_shape(operand)) * SCALAR_TYPES[operand.element_type].storage_bits // 32)
+    bits = math.prod(static_shape(operand)) * SCALAR_TYPES[operand.element_type].storage_bits
+    return -(-bits // 32)
 
 
 def shared_array(iface: ShaderInterface, element: int, length: int, name: str) -> int:

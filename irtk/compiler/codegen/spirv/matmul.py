@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope)
 
-from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges
 from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
+from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges
 from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel

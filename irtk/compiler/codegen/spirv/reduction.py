@@ -57,8 +57,8 @@ from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
                           Op as SpvOp, Scope)
 
 from irtk.compiler import reductions
-from irtk.compiler.kernel_static import linear_offset, static_extents, static_ranges
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
+from irtk.compiler.kernel_static import linear_offset, static_extents, static_ranges
 from irtk.compiler.reductions import Combiner
 from irtk.compiler.targets import VulkanProfile
 from irtk.types import SCALAR_TYPES

@@ -21,8 +21,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.kernel import Kernel
+from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
