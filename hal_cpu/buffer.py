@@ -52,7 +52,7 @@ class CpuBuffer(Buffer):
         return f"CpuBuffer({state})"
 
 
-class CpuAllocator(Allocator):
+class CpuAllocator(Allocator[CpuBuffer]):
     """Allocates zero-initialised host buffers."""
 
     def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
@@ -72,7 +72,7 @@ class CpuAllocator(Allocator):
 
 def _as_bytes(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
     """Any C-contiguous buffer-protocol object as a flat uint8 array (no copy)."""
-    view = memoryview(data)  # type: ignore[arg-type]  # ndarray has the buffer protocol
+    view = data.data if isinstance(data, np.ndarray) else memoryview(data)
     if not view.c_contiguous:
         raise ValueError("buffer data must be C-contiguous")
     return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view,

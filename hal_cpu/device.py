@@ -19,6 +19,7 @@ from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal.buffer import Buffer
 from irtk.hal.command_buffer import CommandBuffer
 from irtk.hal.device import Device, DeviceInfo
+from irtk.hal.host_queue import HostQueueOp
 from irtk.hal.semaphore import Fence
 from schemas import CPU_EXECUTABLE_FORMAT as EXECUTABLE_FORMAT
 
@@ -110,7 +111,7 @@ class CpuDevice(Device):
         self.task_system.shutdown()
 
     def _submit(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
-        job = _QueueOp(wait, signal, work)
+        job = HostQueueOp(wait, signal, work)
         if self._queue is None:
             job()
         else:
@@ -120,19 +121,3 @@ class CpuDevice(Device):
         if self._released:
             raise DeviceError(f"device '{self.info.name}' was released")
 
-
-class _QueueOp:
-    """One queue operation: wait, work, signal; any error fails the signal fence instead."""
-
-    __slots__ = ("wait", "signal", "work")
-
-    def __init__(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
-        self.wait, self.signal, self.work = wait, signal, work
-
-    def __call__(self) -> None:
-        try:
-            self.wait.wait()
-            self.work()
-            self.signal.signal()
-        except Exception as e:  # noqa: BLE001 - reported through the fence
-            self.signal.fail(e)

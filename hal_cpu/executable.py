@@ -264,9 +264,9 @@ class _KernelDecoder:
                 row = row[:-1] + [0] * len(self.params) + row[-1:]
             rows.append(tuple(row))
         if is_output:
-            for r, row in enumerate(rows):
+            for r, coefficients in enumerate(rows):
                 for j in range(nloops):
-                    if row[j] and iterators[j] == "reduction":
+                    if coefficients[j] and iterators[j] == "reduction":
                         raise self.fail(f"{field}.map", f"row {r} uses loop {j}, a reduction "
                                         "loop (outputs are indexed by parallel loops only)")
         op = Operand(label, binding, etype, tuple(shape), tuple(dyn), tuple(rows))
@@ -333,7 +333,7 @@ class _KernelDecoder:
             ptype = kernel_type(self.params[int_value][1])
             if rtype not in (None, ptype):
                 raise self.fail(f"{field}.result_type", f"{rtype!r} should be {ptype}")
-            return (STEP_PARAM, int_value, ()), ptype, name  # type: ignore[return-value]
+            return (STEP_PARAM, int_value, ()), ptype, name
         if name == "tensor.extract":
             if int_value not in gathers:
                 raise self.fail(f"{field}.int_value", f"input {int_value} is not a gather "

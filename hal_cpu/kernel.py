@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -49,9 +49,15 @@ SLAB_ELEMENTS = 1 << 20
 # 3-tuple, such as irtk.hal's ResolvedBinding named tuple.
 ResolvedBinding = tuple[Any, int, int]
 
-# Body steps: (kind, function or payload, operand value ids).
-STEP_OP, STEP_INDEX, STEP_PARAM, STEP_EXTRACT = "op", "index", "param", "extract"
-Step = tuple[str, object, tuple[int, ...]]
+# Body steps: (kind, function or payload, operand value ids). An op step holds its function;
+# the others a number: the loop (index), the param (param) or the gather input (extract) read.
+STEP_OP: Final = "op"
+STEP_INDEX: Final = "index"
+STEP_PARAM: Final = "param"
+STEP_EXTRACT: Final = "extract"
+OpStep = tuple[Literal["op"], OpFn, tuple[int, ...]]
+ValueStep = tuple[Literal["index", "param", "extract"], int, tuple[int, ...]]
+Step = OpStep | ValueStep
 
 Box = tuple[tuple[int, int], ...]   # per loop: (first index, count)
 LoopBox = Sequence[tuple[int, int]]  # per loop of a kernel: (first index, count)
@@ -194,11 +200,18 @@ class Kernel:
         self.is_static = all(p < 0 for p in self.dynamic_loops) and \
             all(op.is_static for op in self.operands)
         n_in, n_out = len(self.inputs), len(self.outputs)
-        used = {v for kind, _, args in self.steps for v in args} | set(self.yields)
+        used = {v for _, _, args in self.steps for v in args} | set(self.yields)
         self.read_outputs = tuple(n_in + k in used for k in range(n_out))
         self.plan: Plan = choose_plan(self)
         self._static_layouts = [layout(op, self.static_loop_ranges, ()) for op in self.operands] \
             if self.is_static and not self.params else None
+
+    def op_fn(self, index: int) -> OpFn:
+        """The function of step `index`, an op step (a plan folds or casts with it)."""
+        step = self.steps[index]
+        if step[0] != STEP_OP:
+            raise ValueError(f"kernel '{self.name}': step {index} is a {step[0]} step, not an op")
+        return step[1]
 
     # --- binding -----------------------------------------------------------------------------
 
@@ -252,13 +265,13 @@ class Kernel:
         for i, (op, lay) in enumerate(zip(self.operands, layouts)):
             raw = self._raw(op, lay, bindings)
             t = SCALAR_TYPES[op.element_type]
-            if t.packed:
+            if t.storage_dtype is not None:
+                memories.append(raw.view(t.storage_dtype))
+            else:  # a packed type: unpacked here, packed again by the writes
                 memories.append(numerics.from_bits(op.element_type, numerics.unpack_codes(
                     raw, lay.count, t.storage_bits)).copy())
                 if i >= len(self.inputs):
                     packed[i] = raw
-            else:
-                memories.append(raw.view(t.storage_dtype))
         bound = Bound(self, loop_ranges, params, layouts, memories)
         bound.packed_targets = packed
         return bound
@@ -369,7 +382,8 @@ def _write_back_packed(bound: Bound, index: int, box: Sequence[tuple[int, int]])
     """Re-pack the bytes that hold the box's elements of a packed output from its unpacked
     values (whole bytes, so neighbours outside the box keep their values)."""
     lay = bound.layouts[index]
-    flat = np.int64(lay.const + sum(c * lo for c, (lo, _) in zip(lay.coeffs, box)))
+    start = lay.const + sum(c * lo for c, (lo, _) in zip(lay.coeffs, box))
+    flat = np.asarray(start, dtype=np.int64)
     for j, (c, (_, n)) in enumerate(zip(lay.coeffs, box)):
         if c != 0:
             shape = [1] * len(box)
@@ -405,22 +419,23 @@ def evaluate(bound: Bound, box: Sequence[tuple[int, int]], outputs: Sequence | N
     else:
         values += list(outputs)
     rank = len(box)
-    for n, (kind, payload, args) in enumerate(kernel.steps):
+    for n, step in enumerate(kernel.steps):
         if n in skip:
             values.append(None)
-        elif kind == STEP_OP:
-            values.append(payload(*[values[a] for a in args]))  # type: ignore[operator]
-        elif kind == STEP_INDEX:
-            j = payload
-            lo, count = box[j]  # type: ignore[index]
+        elif step[0] == STEP_OP:
+            _, fn, args = step
+            values.append(fn(*[values[a] for a in args]))
+        elif step[0] == STEP_INDEX:
+            j = step[1]
+            lo, count = box[j]
             shape = [1] * rank
-            shape[j] = count  # type: ignore[index]
+            shape[j] = count
             values.append(np.arange(lo, lo + count, dtype=np.int32).reshape(shape))
-        elif kind == STEP_PARAM:
-            values.append(np.asarray(bound.params[payload]))  # type: ignore[index]
+        elif step[0] == STEP_PARAM:
+            values.append(np.asarray(bound.params[step[1]]))
         else:
-            indices = [values[a] for a in args]
-            values.append(_extract(bound, payload, indices))  # type: ignore[arg-type]
+            _, input_index, args = step
+            values.append(_extract(bound, input_index, [values[a] for a in args]))
     return values
 
 

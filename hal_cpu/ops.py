@@ -121,7 +121,7 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(a: np.ndarray) -> np.ndarray:
-    return _ERF(a.astype(np.float64)).astype(np.float64)
+    return np.asarray(_ERF(a.astype(np.float64)), dtype=np.float64)
 
 
 def _wide(fn: OpFn) -> OpFn:
@@ -360,16 +360,18 @@ def _cmpi(t: str, predicate: str) -> OpFn:
 
 def _int_binary_fn(name: str, t: str) -> OpFn:
     if t == "i1":
-        table = {"arith.addi": np.logical_xor, "arith.subi": np.logical_xor,
-                 "arith.muli": np.logical_and, "arith.andi": np.logical_and,
-                 "arith.ori": np.logical_or, "arith.xori": np.logical_xor,
-                 "arith.maxsi": np.logical_and, "arith.minsi": np.logical_or,
-                 "arith.maxui": np.logical_or, "arith.minui": np.logical_and,
-                 # x / 0 is 0, and -1 / -1 wraps back to -1: division is `and`, remainder 0.
-                 "arith.divsi": np.logical_and, "arith.divui": np.logical_and,
-                 "arith.ceildivsi": np.logical_and, "arith.ceildivui": np.logical_and,
-                 "arith.floordivsi": np.logical_and,
-                 "arith.remsi": _always(False), "arith.remui": _always(False)}
+        table: dict[str, OpFn] = {
+            "arith.addi": np.logical_xor, "arith.subi": np.logical_xor,
+            "arith.muli": np.logical_and, "arith.andi": np.logical_and,
+            "arith.ori": np.logical_or, "arith.xori": np.logical_xor,
+            "arith.maxsi": np.logical_and, "arith.minsi": np.logical_or,
+            "arith.maxui": np.logical_or, "arith.minui": np.logical_and,
+            # x / 0 is 0, and -1 / -1 wraps back to -1: division is `and`, remainder 0.
+            "arith.divsi": np.logical_and, "arith.divui": np.logical_and,
+            "arith.ceildivsi": np.logical_and, "arith.ceildivui": np.logical_and,
+            "arith.floordivsi": np.logical_and,
+            "arith.remsi": _always(False), "arith.remui": _always(False),
+        }
         if name in table:
             return table[name]
     simple = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,

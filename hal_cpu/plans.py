@@ -111,7 +111,7 @@ class Combiner(_Plan):
                 shape = tuple(n for _, n in sub)
                 for i, (step, folded, fold) in enumerate(self.combiners):
                     x = np.broadcast_to(values[folded], shape)
-                    acc[i] = fold(acc[i], x, axes, k.steps[step][1])
+                    acc[i] = fold(acc[i], x, axes, k.op_fn(step))
         for i, value in enumerate(acc):
             kx.write(bound, n_in + i, box, value)
 
@@ -136,7 +136,7 @@ class Contraction(_Plan):
             dims = [j for j, c in enumerate(lay.coeffs) if c != 0]
             view = _decode(k.inputs[index].element_type, kx.strided(bound, index, box, True))
             if cast is not None:
-                view = k.steps[cast][1](view)  # type: ignore[operator]
+                view = k.op_fn(cast)(view)
             arrays.append(view)
             subscripts.append("".join(chr(97 + j) for j in dims))
             used.update(dims)
@@ -148,8 +148,8 @@ class Contraction(_Plan):
             shape[j] = box[j][1]
         total = np.asarray(total).reshape(shape)
         current = kx.read(bound, n_in, box, copy=True)
-        add = k.steps[self.add_step][1]
-        kx.write(bound, n_in, box, add(current, total))  # type: ignore[operator]
+        add = k.op_fn(self.add_step)
+        kx.write(bound, n_in, box, add(current, total))
 
 
 def _decode(t: str, view: np.ndarray) -> np.ndarray:

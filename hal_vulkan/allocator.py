@@ -29,7 +29,7 @@ _HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 
 
-class VulkanAllocator(Allocator):
+class VulkanAllocator(Allocator[VulkanBuffer]):
     """Suballocates HAL buffers from memory blocks; keeps one empty block around for reuse.
 
     `staged` reads and writes the buffers whose memory the host does not map (the device's
@@ -108,17 +108,21 @@ class VulkanAllocator(Allocator):
         if size * 4 >= self.block_size:
             reserved = max(self.alignment,
                            (size + self.alignment - 1) // self.alignment * self.alignment)
-            block = self._new_block(reserved, dedicated=True)
-            self._blocks.append(block)
-            return block, block.ranges.allocate(size)  # type: ignore[return-value]
+            return self._place_in_new_block(reserved, size, dedicated=True)
         for block in self._blocks:
             if not block.dedicated:
                 offset = block.ranges.allocate(size)
                 if offset is not None:
                     return block, offset
-        block = self._new_block(self.block_size, dedicated=False)
+        return self._place_in_new_block(self.block_size, size, dedicated=False)
+
+    def _place_in_new_block(self, block_size: int, size: int, dedicated: bool
+                            ) -> tuple[MemoryBlock, int]:
+        block = self._new_block(block_size, dedicated)
         self._blocks.append(block)
-        return block, block.ranges.allocate(size)  # type: ignore[return-value]
+        offset = block.ranges.allocate(size)
+        assert offset is not None, "a new block holds the allocation it is made for"
+        return block, offset
 
     def _new_block(self, size: int, dedicated: bool) -> MemoryBlock:
         return MemoryBlock(self.context, size, dedicated, memory_type=self.memory_type,

@@ -97,9 +97,10 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
                                                       and isinstance(c, Dispatch)
                                                       and c.entry.update_after_bind)}
         self._direct = self.direct_buffers()
+        # The executables dispatched (lookup_export lets in only this device's VulkanExecutables).
         executables = {id(c.executable): c.executable for c in self.commands
-                       if isinstance(c, Dispatch)}
-        self._static = [e.resource for e in executables.values()]  # type: ignore[attr-defined]
+                       if isinstance(c, Dispatch) and isinstance(c.executable, VulkanExecutable)}
+        self._static = [e.resource for e in executables.values()]
         self._static += [b.resource for b in self._direct]
 
     # -- submit-time --------------------------------------------------------------------------
@@ -112,7 +113,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         for buffer in self._direct:
             if buffer.released:
                 raise RuntimeFailure("command buffer uses a buffer that was released")
-        key_parts, content_parts = [], []
+        key_parts: list[tuple[int, ...]] = []
+        content_parts: list[tuple[int, ...]] = []
         table_resources: list[Resource] = []
         for slot in self._slots:
             entry = table_entry(table, slot, "command buffer", VulkanBuffer)
@@ -186,8 +188,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         if buffer is None:
             with self.context.lock:
                 buffer = self.staging_allocator().allocate_with_data(data)
-            self._staging[index] = buffer  # type: ignore[assignment]
-        return buffer  # type: ignore[return-value]
+            self._staging[index] = buffer
+        return buffer
 
     def dispatch_times(self) -> list[float]:
         """Device seconds of each dispatch in the last submission (needs `timestamps=True`
@@ -202,7 +204,8 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
             if rec.last_use > self.context.queue.poll():
                 raise RuntimeFailure("the submission has not completed; wait on its fence")
             count = sum(isinstance(c, Dispatch) for c in self.commands)
-            return rec.timestamps.read(count)  # type: ignore[union-attr]
+            assert rec.timestamps is not None, "recorded by a command buffer with timestamps"
+            return rec.timestamps.read(count)
 
     def release(self) -> None:
         """Free the recordings and staging buffers once submitted work is done; idempotent."""

@@ -64,7 +64,7 @@ class PhysicalDevice:
     memory_types: list[tuple[int, int]]  # (propertyFlags, heapIndex)
     memory_heaps: list[tuple[int, int]]  # (size, flags)
     limits: dict[str, int | float]
-    info: DeviceInfo = field(repr=False, default=None)  # type: ignore[assignment]
+    info: DeviceInfo = field(init=False, repr=False)  # made by `query` from the fields above
 
     def has(self, feature: str) -> bool:
         return any(group.get(feature, False) for group in self.features.values())
@@ -105,8 +105,6 @@ def query(handle: Any, index: int) -> PhysicalDevice:
             "maxBoundDescriptorSets", "maxMemoryAllocationCount",
             "timestampComputeAndGraphics", "minTexelBufferOffsetAlignment",
             "maxTexelBufferElements", "maxPerStageDescriptorSampledImages")}
-    limits["maxComputeWorkGroupSize"] = tuple(limits_obj.maxComputeWorkGroupSize)  # type: ignore
-    limits["maxComputeWorkGroupCount"] = tuple(limits_obj.maxComputeWorkGroupCount)  # type: ignore
     features: dict[str, dict[str, bool]] = {"core": {}, "v11": {}, "v12": {}, "v13": {}}
     subgroup_size = 1
     driver_name, driver_info = "", ""
@@ -213,6 +211,12 @@ def _query_features(handle: Any, api: int) -> dict[str, dict[str, bool]]:
     return result
 
 
+def _xyz(values: Any) -> tuple[int, int, int]:
+    """A Vulkan uint32_t[3] (x, y, z)."""
+    x, y, z = values
+    return int(x), int(y), int(z)
+
+
 def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name: str,
                  driver_info: str) -> DeviceInfo:
     lim = pd.limits
@@ -246,8 +250,8 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         driver_version=driver_info or version_string(pd.driver_version),
         subgroup_size=subgroup_size,
         max_workgroup_invocations=int(lim["maxComputeWorkGroupInvocations"]),
-        max_workgroup_size=tuple(lim["maxComputeWorkGroupSize"]),  # type: ignore[arg-type]
-        max_workgroup_count=tuple(lim["maxComputeWorkGroupCount"]),  # type: ignore[arg-type]
+        max_workgroup_size=_xyz(base.limits.maxComputeWorkGroupSize),
+        max_workgroup_count=_xyz(base.limits.maxComputeWorkGroupCount),
         shared_memory_bytes=int(lim["maxComputeSharedMemorySize"]),
         **{c.name: pd.has(c.vulkan_feature) for c in CAPABILITIES},
         push_descriptors=pd.push_descriptors,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -74,7 +75,8 @@ class Queue:
                 self.in_flight.popleft()
         return self.completed
 
-    def submit(self, waits: Points, signals: Points, command_buffers: list[Any],
+    def submit(self, waits: Sequence[tuple[Timeline, int]],
+               signals: Sequence[tuple[Timeline, int]], command_buffers: list[Any],
                keep_alive: list[Any]) -> int:
         """One vkQueueSubmit (caller holds the device lock); returns its serial."""
         serial = self.serial + 1

@@ -207,9 +207,11 @@ class Recorder:
                 else:
                     fill_descriptor_write(self.context, infos, writes, i, target, number,
                                           resolved, what)
+            push_descriptor_set = self.context.push_descriptor_set
             if ep.push_descriptors:
-                self.context.push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                                                 ep.pipeline_layout, 0, count, writes)
+                assert push_descriptor_set is not None, "only made on a device that has it"
+                push_descriptor_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                    ep.pipeline_layout, 0, count, writes)
             else:
                 vk.lib.vkUpdateDescriptorSets(self.context.handle, count, writes, 0,
                                               vk.ffi.NULL)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, overload
 
 from irtk.types import FLOAT_TYPES, INT_TYPES, SCALAR_TYPES
 
@@ -52,6 +52,10 @@ class BodyOp:
     attributes: str = ""     # the Op attributes it reads besides its operands
 
 
+@overload
+def kernel_type(name: str) -> str: ...
+@overload
+def kernel_type(name: None) -> None: ...
 def kernel_type(name: str | None) -> str | None:
     """MLIR's `index` is 32 bits wide in irtk kernels, like i32."""
     return "i32" if name == "index" else name

@@ -147,8 +147,9 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from irtk.compiler import driver
-    options = {"vulkan_target": args.vulkan_target, "dump_after": args.dump_after,
-               "dump_spirv": args.dump_spirv}
+    options: driver.CompileOptions = {"vulkan_target": args.vulkan_target,
+                                      "dump_after": args.dump_after,
+                                      "dump_spirv": args.dump_spirv}
     if args.input == "-":
         data = driver.compile_str(sys.stdin.read(), target=args.target, filename="<stdin>",
                                   **options)

@@ -31,3 +31,7 @@ class InputError(Error):
 
 class RuntimeFailure(Error):
     """A program that failed while running (a `fail` op, a failed fence, a device fault)."""
+
+    # Set when the program failed itself (a `fail` op): its status and the failing function.
+    status: int | None = None
+    function: str | None = None

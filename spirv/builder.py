@@ -103,6 +103,29 @@ def _operand_words(values: Sequence[Operand], what: str) -> list[int]:
     return out
 
 
+def _int_words(type_id: int, width: int, signed: bool, value: int | float | bool) -> list[int]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpirvBuildError(f"integer constant of type %{type_id} needs an int, got {value!r}")
+    lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+    if not lo <= value <= hi:
+        raise SpirvBuildError(f"{value} is out of range [{lo}, {hi}] for int{width} %{type_id}")
+    if width <= 32:  # narrower signed values are sign-extended to the word
+        return [value & 0xFFFFFFFF]
+    bits = value & ((1 << width) - 1)
+    return [(bits >> (32 * i)) & 0xFFFFFFFF for i in range(width // 32)]
+
+
+def _float_words(type_id: int, width: int, value: int | float | bool) -> list[int]:
+    fmt = {16: "<e", 32: "<f", 64: "<d"}.get(width)
+    if fmt is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpirvBuildError(f"cannot encode {value!r} as float{width} %{type_id}")
+    try:
+        data = struct.pack(fmt, value).ljust(4, b"\0")
+    except (OverflowError, struct.error) as exc:
+        raise SpirvBuildError(f"{value!r} does not fit float{width}: {exc}") from None
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
 def _instruction(opcode: int, words: list[int]) -> list[int]:
     count = len(words) + 1
     if count > 0xFFFF:
@@ -230,7 +253,7 @@ class ModuleBuilder:
             return self.label(result_id)
         rid = self._result_id(result_id)
         head = [result_type, rid] if has_type else [rid]
-        self._emit(opcode, _operand_words([*head, *operands], name))  # type: ignore[list-item]
+        self._emit(opcode, _operand_words([*head, *operands], name))
         return rid
 
     def op_void(self, opcode: int, *operands: Operand) -> None:
@@ -364,28 +387,12 @@ class ModuleBuilder:
     # --- constants --------------------------------------------------------
 
     def _scalar_words(self, type_id: int, value: int | float | bool) -> list[int]:
-        info = self._type_info.get(type_id)
-        if info is None or info[0] not in ("int", "float"):
-            raise SpirvBuildError(f"%{type_id} is not an int or float type made by this builder")
-        width = int(info[1])  # type: ignore[call-overload]
-        if info[0] == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SpirvBuildError(f"integer constant of type %{type_id} needs an int, got {value!r}")
-            lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if info[2] else (0, (1 << width) - 1)
-            if not lo <= value <= hi:
-                raise SpirvBuildError(f"{value} is out of range [{lo}, {hi}] for int{width} %{type_id}")
-            if width <= 32:  # narrower signed values are sign-extended to the word
-                return [value & 0xFFFFFFFF]
-            bits = value & ((1 << width) - 1)
-            return [(bits >> (32 * i)) & 0xFFFFFFFF for i in range(width // 32)]
-        fmt = {16: "<e", 32: "<f", 64: "<d"}.get(width)
-        if fmt is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpirvBuildError(f"cannot encode {value!r} as float{width} %{type_id}")
-        try:
-            data = struct.pack(fmt, value).ljust(4, b"\0")
-        except (OverflowError, struct.error) as exc:
-            raise SpirvBuildError(f"{value!r} does not fit float{width}: {exc}") from None
-        return list(struct.unpack(f"<{len(data) // 4}I", data))
+        match self._type_info.get(type_id):
+            case ("int", int() as width, bool() as signed):
+                return _int_words(type_id, width, signed, value)
+            case ("float", int() as width):
+                return _float_words(type_id, width, value)
+        raise SpirvBuildError(f"%{type_id} is not an int or float type made by this builder")
 
     def constant(self, type_id: int, value: int | float | bool) -> int:
         """A scalar constant encoded per the type's width and signedness (deduplicated)."""

@@ -104,7 +104,8 @@ def parse(binary: Binary) -> Module:
 # A decoded operand: (tag, value). Tags: "id", "int", "float", "str", "enum"
 # (value is (kind, number)), "op" (an opcode), "extinst" ((set id, number)), "raw",
 # "text" (already spelled, e.g. an infinity as a hex float).
-Decoded = tuple[str, object]
+DecodedValue = int | float | str | tuple[str, int] | tuple[int, int]
+Decoded = tuple[str, DecodedValue]
 
 # width -> (struct format, exponent bits, mantissa bits) of IEEE binary16/32/64.
 _FLOAT_LAYOUT = {16: ("<e", 5, 10), 32: ("<f", 8, 23), 64: ("<d", 11, 52)}
@@ -288,18 +289,19 @@ def entry_points(binary: Binary) -> list[EntryPoint]:
     for inst in module.instructions:
         if inst.opcode not in (Op.EntryPoint, Op.ExecutionMode, Op.ExecutionModeId):
             continue
-        ops = _Decoder(inst, ctx).run()
-        values = [v for _, v in ops]
-        if inst.opcode == Op.EntryPoint:
-            model = values[0][1]  # type: ignore[index]
-            interface = tuple(int(v) for v in values[3:])  # type: ignore[call-overload]
-            found.append((model, str(values[2]), int(values[1]), interface))  # type: ignore[call-overload]
-            continue
-        fn, (_, mode), args = values[0], values[1], values[2:]  # type: ignore[misc]
-        if mode == ExecutionMode.LocalSize and len(args) == 3:
-            sizes[fn] = tuple(args)  # type: ignore[index,assignment]
-        elif mode == ExecutionMode.LocalSizeId and len(args) == 3 and all(a in ctx.constants for a in args):
-            sizes[fn] = tuple(ctx.constants[a] for a in args)  # type: ignore[index,assignment]
+        # The decoder has checked the operands against the grammar, so the patterns match.
+        match _Decoder(inst, ctx).run():
+            case [("enum", (_, int() as model)), ("id", int() as fn), ("str", str() as name),
+                  *rest]:
+                found.append((model, name, fn, tuple(_numbers(rest))))
+            case [("id", int() as fn), ("enum", (_, int() as mode)), *rest]:
+                match _numbers(rest):
+                    case [x, y, z] if mode == ExecutionMode.LocalSize:
+                        sizes[fn] = (x, y, z)
+                    case [x, y, z] if mode == ExecutionMode.LocalSizeId and all(
+                        a in ctx.constants for a in (x, y, z)
+                    ):
+                        sizes[fn] = (ctx.constants[x], ctx.constants[y], ctx.constants[z])
     result = []
     for model, name, fn_id, interface in found:
         try:
@@ -311,6 +313,11 @@ def entry_points(binary: Binary) -> list[EntryPoint]:
 
 
 # --- disassembly ------------------------------------------------------------------
+
+
+def _numbers(ops: Sequence[Decoded]) -> list[int]:
+    """The values of operands that are single numbers (ids, integer literals)."""
+    return [value for _, value in ops if isinstance(value, int)]
 
 
 def _enum_text(kind: str, value: int) -> str:
@@ -351,27 +358,27 @@ def _names(module: Module) -> dict[int, str]:
     return names
 
 
-def _operand_text(tag: str, value: object, ctx: _Context, names: dict[int, str]) -> str:
-    if tag == "id":
-        return "%" + names.get(value, str(value))  # type: ignore[call-overload]
-    if tag == "str":
-        return _quote(str(value))
-    if tag == "enum":
-        return _enum_text(*value)  # type: ignore[misc]
-    if tag == "float":
-        return repr(value)
-    if tag == "op":
-        info = INSTRUCTIONS.get(value)  # type: ignore[call-overload]
-        return info[0].removeprefix("Op") if info else str(value)
-    if tag == "extinst":
-        set_id, number = value  # type: ignore[misc]
-        if ctx.imports.get(set_id) == "GLSL.std.450":
-            try:
-                return GLSLstd450(number).name
-            except ValueError:
-                pass
-        return str(number)
-    return str(value)
+def _operand_text(operand: Decoded, ctx: _Context, names: dict[int, str]) -> str:
+    match operand:
+        case ("id", int() as value):
+            return "%" + names.get(value, str(value))
+        case ("str", str() as text):
+            return _quote(text)
+        case ("enum", (str() as kind, int() as value)):
+            return _enum_text(kind, value)
+        case ("float", value):
+            return repr(value)
+        case ("op", int() as value):
+            info = INSTRUCTIONS.get(value)
+            return info[0].removeprefix("Op") if info else str(value)
+        case ("extinst", (int() as set_id, int() as number)):
+            if ctx.imports.get(set_id) == "GLSL.std.450":
+                try:
+                    return GLSLstd450(number).name
+                except ValueError:
+                    pass
+            return str(number)
+    return str(operand[1])
 
 
 def disassemble(binary: Binary, *, friendly_names: bool = False) -> str:
@@ -402,11 +409,11 @@ def disassemble(binary: Binary, *, friendly_names: bool = False) -> str:
         if "IdResult" in kinds:
             index = kinds.index("IdResult")  # 0, or 1 after IdResultType
             result = ops.pop(index)
-        text = " ".join([info[0], *(_operand_text(t, v, ctx, names) for t, v in ops)])
+        text = " ".join([info[0], *(_operand_text(op, ctx, names) for op in ops)])
         if result is None:
             lines.append(" " * 15 + text)
         else:
-            lines.append(f"{_operand_text(*result, ctx, names):>12} = {text}")
+            lines.append(f"{_operand_text(result, ctx, names):>12} = {text}")
     return "\n".join(lines) + "\n"
 
 

@@ -161,7 +161,7 @@ def _context(target_env: str) -> Iterator[ctypes.c_void_p]:
 
 
 @contextmanager
-def _diagnostic() -> Iterator[ctypes.POINTER(_Diagnostic)]:  # type: ignore[valid-type]
+def _diagnostic() -> Iterator[ctypes._Pointer[_Diagnostic]]:
     diag = ctypes.POINTER(_Diagnostic)()
     try:
         yield diag
@@ -169,7 +169,7 @@ def _diagnostic() -> Iterator[ctypes.POINTER(_Diagnostic)]:  # type: ignore[vali
         _lib().spvDiagnosticDestroy(diag)
 
 
-def _diagnostic_text(diag: ctypes.POINTER(_Diagnostic)) -> str:  # type: ignore[valid-type]
+def _diagnostic_text(diag: ctypes._Pointer[_Diagnostic]) -> str:
     if not diag or not diag.contents.error:
         return ""
     return diag.contents.error.decode("utf-8", errors="replace")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict, Unpack
 
 from irtk.compiler import dispatch, stream, target_backends, tir
 from irtk.compiler.target_backends import TargetBackend
@@ -25,14 +25,25 @@ from irtk.errors import CompileError, Error, InputError
 PHASES = ("import", "dispatch", "stream", "vm")
 
 
-def compile_file(path: str, target: str = "vulkan-spirv", **options: object) -> bytes:
+class CompileOptions(TypedDict, total=False):
+    """The keyword options of `compile_str` that `compile_file` passes on."""
+
+    vulkan_target: str
+    module_name: str | None
+    dump_after: str | Sequence[str] | None
+    dump: Callable[[str], None] | None
+    dump_spirv: str | None
+
+
+def compile_file(path: str, target: str = "vulkan-spirv", **options: Unpack[CompileOptions]
+                 ) -> bytes:
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise InputError(f"cannot read '{path}': {e.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"'{path}' is not a UTF-8 text file") from None
-    return compile_str(text, target=target, filename=str(path), **options)  # type: ignore
+    return compile_str(text, target=target, filename=str(path), **options)
 
 
 def parse_dump_phases(spec: str | Sequence[str] | None) -> list[str]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from irtk.compiler import reductions
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
+from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.reductions import Combiner
 
 MIN_LENGTH = 16384
@@ -44,7 +45,7 @@ class Split:
     identities: list[float | int]
 
     def partial_shape(self, o: int) -> tuple[int, ...]:
-        return self.partial.outputs[o].shape  # type: ignore[return-value]
+        return static_shape(self.partial.outputs[o])
 
 
 def split(kernel: Kernel) -> Split | None:
@@ -52,16 +53,17 @@ def split(kernel: Kernel) -> Split | None:
     terms = _terms(kernel)
     if terms is None:
         return None
-    r = len(kernel.loop_ranges) - 1
-    length = kernel.loop_ranges[r]
-    points = math.prod(kernel.loop_ranges[:r])  # type: ignore[arg-type]
-    if length < MIN_LENGTH or points > MAX_POINTS or points == 0:  # type: ignore[operator]
+    ranges = static_ranges(kernel)
+    r = len(ranges) - 1
+    length = ranges[r]
+    points = math.prod(ranges[:r])
+    if length < MIN_LENGTH or points > MAX_POINTS or points == 0:
         return None
-    chunks = _chunks(length, points)  # type: ignore[arg-type]
+    chunks = _chunks(length, points)
     if chunks < 2:
         return None
-    chunk = length // chunks  # type: ignore[operator]
-    parallel = kernel.loop_ranges[:r]
+    chunk = length // chunks
+    parallel = ranges[:r]
     n_in, n_out = len(kernel.inputs), len(kernel.outputs)
 
     # Partial kernel: loops (parallel..., s, c); r = s * C + c in every input map.

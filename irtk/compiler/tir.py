@@ -45,6 +45,7 @@ Op kinds (`Op.kind`) and what they carry. Every op has `location` ("file:line:co
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,13 @@ class Value:
 
     def __repr__(self) -> str:
         return f"%{self.id}:{self.type.spelling()}"
+
+    @property
+    def tensor_type(self) -> TensorType:
+        """The type of a value known to be a tensor (a generic's operand, say)."""
+        if not isinstance(self.type, TensorType):
+            raise ValueError(f"{self!r} is not a tensor")
+        return self.type
 
 
 @dataclass(eq=False)
@@ -147,7 +155,7 @@ class Program:
         raise KeyError(name)
 
 
-def walk(region: Region):
+def walk(region: Region) -> Iterator[Op]:
     """Every op in `region` and its nested regions, outer before inner."""
     for op in region.ops:
         yield op

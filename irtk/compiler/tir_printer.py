@@ -116,7 +116,7 @@ class _Printer:
             f"{indent}{lhs}linalg.generic {{indexing_maps = [{maps}], iterator_types = "
             f"[{iters}]}} ins({self.values(ins)} : {self.types(ins)}) outs({self.values(outs)}"
             f" : {self.types(outs)}){cap_text} {{{loc}")
-        types = [v.type.element_type for v in ins + outs]  # type: ignore[union-attr]
+        types = [v.tensor_type.element_type for v in ins + outs]
         self.lines += body_text(op.attrs["ops"], op.attrs["yields"], n_in, n_out, types,
                                 indent + "  ")
         self.lines.append(f"{indent}}} -> {self.types(op.results)}")

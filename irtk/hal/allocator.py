@@ -2,16 +2,22 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Generic, TypeVar
 
 from irtk.hal.buffer import Buffer, BufferUsage
 
+BufferT = TypeVar("BufferT", bound=Buffer, covariant=True)
 
-class Allocator(ABC):
+
+class Allocator(ABC, Generic[BufferT]):
+    """Generic in the driver's buffer class, which its allocations are."""
+
     @abstractmethod
-    def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> Buffer:
+    def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> BufferT:
         """A new buffer of at least `size` bytes (zero-size requests give a valid buffer)."""
 
-    def allocate_with_data(self, data: bytes | memoryview, usage: BufferUsage = BufferUsage.DEFAULT) -> Buffer:
+    def allocate_with_data(self, data: bytes | memoryview,
+                           usage: BufferUsage = BufferUsage.DEFAULT) -> BufferT:
         size = memoryview(data).nbytes
         buf = self.allocate(size, usage)
         if size:

@@ -33,7 +33,7 @@ class BufferView:
             data = self.buffer.read(self.byte_offset, self.byte_length)
             return numerics.decode(et.name, data, math.prod(self.shape)).reshape(self.shape)
         out = np.empty(self.shape, dtype=et.numpy_dtype())
-        self.buffer.read_into(memoryview(out.reshape(-1)).cast("B"), self.byte_offset)
+        self.buffer.read_into(out.reshape(-1).data.cast("B"), self.byte_offset)
         return out
 
     def format_shape(self) -> str:

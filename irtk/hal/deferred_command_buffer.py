@@ -145,13 +145,13 @@ class DeferredCommandBuffer(CommandBuffer):
         if len(grid) != 3 or any(n < 0 for n in grid):
             raise RuntimeFailure(f"{what}: workgroup count {tuple(workgroups)} must be three "
                                  "non-negative integers")
-        self.check_dispatch(entry, name, grid, list(constants), list(bindings))  # type: ignore
+        self.check_dispatch(entry, name, grid, list(constants), list(bindings))
         for i, ref in enumerate(bindings):
             resolved = self._check_ref(ref, f"{what}: binding {i}")
             if resolved is not None:
                 self.check_direct_binding(entry, i, resolved, f"{what}: binding {i}")
         packed = struct.pack(f"<{len(constants)}I", *[int(c) & 0xFFFFFFFF for c in constants])
-        self.commands.append(Dispatch(executable, ordinal, entry, name, grid,  # type: ignore
+        self.commands.append(Dispatch(executable, ordinal, entry, name, grid,
                                       packed, tuple(bindings)))
 
     def execution_barrier(self) -> None:
@@ -235,7 +235,8 @@ class DeferredCommandBuffer(CommandBuffer):
         for cmd in self.commands:
             for r in command_refs(cmd):
                 if not r.is_slot:
-                    buffer = r.buffer.allocated_buffer  # type: ignore[union-attr]
+                    assert r.buffer is not None, "a ref that is not a slot names its buffer"
+                    buffer = r.buffer.allocated_buffer
                     seen[id(buffer)] = buffer
         return list(seen.values())
 

@@ -42,13 +42,15 @@ class ElementType(enum.IntEnum):
     f4E2M1FN = 0x2B000004  # packed two per byte
 
     @property
-    def bit_count(self) -> int:
+    def storage_bits(self) -> int:
+        """Bits one element takes in a buffer (the code's low byte; i1: 8). IREE calls it the
+        bit count; `int.bit_count` is taken (a population count), hence the name."""
         return int(self) & 0xFF
 
     @property
     def byte_size(self) -> int:
         """IREE's dense byte count: bytes one element takes alone (1 for sub-byte types)."""
-        return (self.bit_count + 7) // 8
+        return (self.storage_bits + 7) // 8
 
     @property
     def is_float(self) -> bool:
@@ -57,7 +59,7 @@ class ElementType(enum.IntEnum):
     @property
     def is_packed(self) -> bool:
         """Stored several elements to a byte (i2, i4, f4E2M1FN)."""
-        return self.bit_count < 8
+        return self.storage_bits < 8
 
     @property
     def scalar_type(self) -> ScalarType:

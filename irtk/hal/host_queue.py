@@ -21,13 +21,17 @@ class HostQueueOp:
     __slots__ = ("wait", "signal", "work")
 
     def __init__(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
-        self.wait, self.signal, self.work = wait, signal, work
+        self.wait: Fence | None = wait
+        self.signal: Fence | None = signal
+        self.work: Callable[[], None] | None = work
 
     def __call__(self) -> None:
         # The work and the wait fence are dropped before signalling, so whoever the signal
         # wakes finds the buffers and semaphores they held already unreferenced here.
         wait, signal, work = self.wait, self.signal, self.work
-        self.wait = self.signal = self.work = None  # type: ignore[assignment]
+        if wait is None or signal is None or work is None:
+            raise RuntimeError("a host queue operation runs once")
+        self.wait = self.signal = self.work = None
         error: Exception | None = None
         try:
             wait.wait()

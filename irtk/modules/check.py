@@ -149,7 +149,7 @@ def format_tolerance(value: float) -> str:
 # -- the module ---------------------------------------------------------------------------------
 
 def _view(value: Any, function: str, what: str) -> hal.BufferView:
-    if not isinstance(value, hal_types.BUFFER_VIEW.classes):
+    if not isinstance(value, hal.BufferView):  # the class that carries BUFFER_VIEW
         raise RuntimeFailure(f"check.{function}: {what} must be a {hal_types.BUFFER_VIEW.name}, "
                              f"got {ref_type_name(value)}")
     return value

@@ -134,7 +134,7 @@ def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
         element_type = hal.ElementType.from_numpy(array.dtype)
     except ValueError:
         raise InputError(f"{where}: unsupported element type {array.dtype}") from None
-    buffer = device.allocator.allocate_with_data(memoryview(array).cast("B")
+    buffer = device.allocator.allocate_with_data(array.data.cast("B")
                                                  if array.size else b"")
     return hal.BufferView(buffer, tuple(array.shape), element_type)
 

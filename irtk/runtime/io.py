@@ -37,9 +37,9 @@ def parse_input(text: str) -> np.ndarray | TypedArray:
         tensor_type = TensorType.parse(type_text)
     except ValueError as e:
         raise InputError(f"malformed input '{text}': {e}") from None
-    if any(d is None for d in tensor_type.shape):
+    shape = tuple(d for d in tensor_type.shape if d is not None)
+    if len(shape) != len(tensor_type.shape):
         raise InputError(f"malformed input '{text}': dynamic dimension in an input type")
-    shape = tuple(int(d) for d in tensor_type.shape)
     et = tensor_type.element_type
     if not et.has_numpy_dtype:
         return _parse_typed(text, et, shape, type_text, values.strip())

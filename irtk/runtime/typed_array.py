@@ -21,7 +21,7 @@ def integer_range_error(values: np.ndarray, element_type: hal.ElementType) -> st
     unsigned range (MLIR's literals may be either), else None."""
     if element_type.is_float or not values.size:
         return None
-    bits = element_type.bit_count
+    bits = element_type.storage_bits
     low, high = -(1 << (bits - 1)), (1 << bits) - 1
     lo, hi = int(values.min()), int(values.max())
     if lo >= low and hi <= high:

@@ -24,6 +24,7 @@ Errors are `ParseError`s that start with `file:line:col: error:`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,7 @@ class _Assembler:
     def __init__(self, text: str, filename: str) -> None:
         self.lines = text.splitlines()
         self.filename = filename
-        self.w: ModuleWriter | None = None
+        self.w = ModuleWriter("")  # named by the `module` line, found in the first pass
         self.functions: list[_Func] = []
         self.imports: list[str] = []
         self.rodata: list[str] = []
@@ -180,7 +181,7 @@ class _Assembler:
         if name is None:
             self.line = 1
             raise self.error(1, "missing 'module @name' line")
-        self.w = ModuleWriter(name)
+        self.w.name = name
         self.statements(top)
         for fn in self.functions:
             self.line = fn.line
@@ -431,7 +432,7 @@ class _Assembler:
             raise _Error(tok.column, f"register {tok.text} is out of range (at most 65535)")
         return Reg(reg_bank, value)
 
-    def operand(self, cur: _Cursor, kind: str, op: isa.Op, label: Any) -> Any:
+    def operand(self, cur: _Cursor, kind: str, op: isa.Op, label: Callable[[Token], Label]) -> Any:
         if kind in isa.READ_KINDS:
             return self.register(cur.expect("reg", f"an {kind} register"), kind).index
         if kind in _INT_RANGES:
@@ -455,7 +456,7 @@ class _Assembler:
             return label(cur.expect("label", "a block label (^name)"))
         if kind == "blocks":
             cur.expect("punct", "'['", "[")
-            targets = []
+            targets: list[Label] = []
             while not cur.accept("]"):
                 if targets:
                     cur.expect("punct", "','", ",")

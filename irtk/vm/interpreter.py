@@ -91,7 +91,7 @@ class Invocation:
         self._error: BaseException | None = None
 
     def _settle(self, outcome: "list[Any] | _Suspended") -> None:
-        if outcome.__class__ is _Suspended:
+        if isinstance(outcome, _Suspended):
             self._state = outcome
             self.context._in_flight.add(self)
         else:
@@ -170,7 +170,8 @@ class Invocation:
 
 def _layout(counts: dict[str, int]) -> tuple[dict[str, int], list[Any]]:
     """Base slot of each bank and the zeroed register (or global) list."""
-    bases, template = {}, []
+    bases: dict[str, int] = {}
+    template: list[Any] = []
     for bank in isa.BANKS:
         bases[bank] = len(template)
         template.extend([isa.BANK_ZERO[bank]] * counts[bank])
@@ -183,6 +184,7 @@ class _Function:
     def __init__(self, index: int, fn: FunctionDef) -> None:
         self.index = index
         self.name = fn.name
+        assert fn.signature is not None, "a verified module's signatures are parsed"
         self.signature: Signature = fn.signature
         self.bases, self.template = _layout(fn.register_counts)
         used = {bank: 0 for bank in isa.BANKS}
@@ -229,6 +231,7 @@ class Context:
         self.rodata = [VMBuffer(seg.data, readonly=True) for seg in module.rodata]
         self.functions = [_Function(i, fn) for i, fn in enumerate(module.functions)]
         for fn, definition in zip(self.functions, module.functions):
+            assert definition.instructions is not None, "a verified module's code is decoded"
             self._decode(fn, definition.instructions)
         self.exports = {e.name: e.function for e in module.exports}
         if run_init and module.init_function >= 0:
@@ -250,7 +253,7 @@ class Context:
         blocks while it waits (other in-flight invocations still advance meanwhile)."""
         fn = self._resolve(function)
         outcome = self._loop(fn, fn.code, self._frame(fn, args), 0, [], self.step_limit)
-        if outcome.__class__ is _Suspended:
+        if isinstance(outcome, _Suspended):
             return self._finish(fn, outcome)
         return outcome
 
@@ -266,7 +269,7 @@ class Context:
         return invocation
 
     def _finish(self, fn: "_Function", outcome: "list[Any] | _Suspended") -> list[Any]:
-        if outcome.__class__ is not _Suspended:
+        if not isinstance(outcome, _Suspended):
             return outcome
         invocation = Invocation(self, fn.name)
         invocation._settle(outcome)
@@ -408,6 +411,7 @@ class Context:
             elif kind == "blocks":
                 args.append(tuple(index_of[v] for v in value))
             elif kind == "global":
+                assert op.bank is not None, "an op with a global operand has a register operand"
                 args.append(self.global_bases[op.bank] + value)
             else:
                 args.append(value)
@@ -533,7 +537,9 @@ class Context:
         plan: list[Any] = []   # per argument: a slot, or (tuple width, slots) for a segment
         pos = 0
         segment_sizes = iter(sizes)
-        for arg in self.module.imports[ordinal].signature.args:
+        signature = self.module.imports[ordinal].signature
+        assert signature is not None, "a verified module's signatures are parsed"
+        for arg in signature.args:
             if isinstance(arg, Segment):
                 width = len(arg.banks)
                 count = next(segment_sizes)

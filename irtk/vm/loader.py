@@ -66,7 +66,7 @@ def _text(value: bytes | None) -> str:
 def _bytes(array: Any) -> memoryview:
     """The zero-copy view behind a generated `...AsNumpy()` (0 when the vector is absent)."""
     if isinstance(array, np.ndarray):
-        return memoryview(array)
+        return array.data
     return memoryview(b"")
 
 

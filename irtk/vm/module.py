@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irtk.vm.calling_convention import Signature
+from irtk.vm.encoding import Instr
 
 
 @dataclass
@@ -41,7 +42,7 @@ class FunctionDef:
     code: memoryview
     register_counts: dict[str, int]
     signature: Signature | None = None     # set by the verifier
-    instructions: list[Any] | None = None  # decoded `encoding.Instr`s, set by the verifier
+    instructions: list[Instr] | None = None  # decoded, set by the verifier
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from fractions import Fraction
 
 from irtk.vm.refs import Trap
@@ -41,27 +42,27 @@ def f32(x: float) -> float:
 
 # -- integers (width-generic; `wrap` is w32 or w64, `mask` M32 or M64) ---------------------------
 
-def div_s(a: int, b: int, wrap) -> int:
+def div_s(a: int, b: int, wrap: Callable[[int], int]) -> int:
     if b == 0:
         raise Trap("integer division by zero")
     q = abs(a) // abs(b)
     return wrap(q if (a < 0) == (b < 0) else -q)
 
 
-def rem_s(a: int, b: int, wrap) -> int:
+def rem_s(a: int, b: int, wrap: Callable[[int], int]) -> int:
     if b == 0:
         raise Trap("integer remainder by zero")
     r = abs(a) % abs(b)
     return wrap(-r if a < 0 else r)
 
 
-def div_u(a: int, b: int, wrap, mask: int) -> int:
+def div_u(a: int, b: int, wrap: Callable[[int], int], mask: int) -> int:
     if b == 0:
         raise Trap("integer division by zero")
     return wrap((a & mask) // (b & mask))
 
 
-def rem_u(a: int, b: int, wrap, mask: int) -> int:
+def rem_u(a: int, b: int, wrap: Callable[[int], int], mask: int) -> int:
     if b == 0:
         raise Trap("integer remainder by zero")
     return wrap((a & mask) % (b & mask))

@@ -178,10 +178,10 @@ def _float_ops(bank: str) -> None:
         if rounded and name not in _EXACT_IN_F32:
             fn = (lambda f: lambda a, b: n.f32(f(a, b)))(fn)
         FACTORIES[f"{name}.{bank}"] = _binary(fn)
-    for name, fn in _FLOAT_UNARY.items():
+    for name, unary in _FLOAT_UNARY.items():
         if rounded and name not in _EXACT_IN_F32:
-            fn = (lambda f: lambda a: n.f32(f(a)))(fn)
-        FACTORIES[f"{name}.{bank}"] = _unary(fn)
+            unary = (lambda f: lambda a: n.f32(f(a)))(unary)
+        FACTORIES[f"{name}.{bank}"] = _unary(unary)
     FACTORIES[f"fma.{bank}"] = _ternary(
         (lambda a, b, c: n.f32(n.fma(a, b, c))) if rounded else n.fma)
     FACTORIES[f"cmp.eq.{bank}"] = _cmp(lambda a, b: a == b)
@@ -245,8 +245,8 @@ def _as_list(value: Any) -> VMList:
 
 def _list_get(bank: str) -> Factory:
     zero = BANK_ZERO[bank]
-    want = None if zero is None else type(zero)
-    wrap = n.w32 if bank == "i32" else n.f32 if bank == "f32" else None
+    want = int if bank in ("i32", "i64") else float if bank in ("f32", "f64") else None
+    wrap_i32, round_f32 = bank == "i32", bank == "f32"
 
     def make(d: int, lst: int, index: int) -> Run:
         def run(r: list) -> None:
@@ -258,8 +258,11 @@ def _list_get(bank: str) -> Factory:
             elif want is not None:
                 if type(value) is not want:
                     raise Trap(f"list element {r[index]} is not {bank}")
-                if wrap is not None:
-                    value = wrap(value)
+                if isinstance(value, int):
+                    if wrap_i32:
+                        value = n.w32(value)
+                elif round_f32:
+                    value = n.f32(value)
             elif isinstance(value, (int, float)):
                 raise Trap(f"list element {r[index]} is not a ref")
             r[d] = value

@@ -52,13 +52,15 @@ def verify_module(module: BytecodeModule) -> None:
         if "." not in imp.full_name:
             raise VerificationError(f"import '{imp.full_name}' is not 'module.function'")
         imp.signature = _signature(imp.calling_convention, f"import '{imp.full_name}'")
+    signatures = []
     for fn in module.functions:
-        fn.signature = _signature(fn.calling_convention, f"function '{fn.name}'")
-        if fn.signature.is_variadic:
+        fn.signature = signature = _signature(fn.calling_convention, f"function '{fn.name}'")
+        signatures.append(signature)
+        if signature.is_variadic:
             raise VerificationError(f"function '{fn.name}': internal functions cannot be "
                                     f"variadic ({fn.calling_convention})")
         for bank in isa.BANKS:
-            needed = fn.signature.arg_banks().count(bank)
+            needed = signature.arg_banks().count(bank)
             if needed > fn.register_counts[bank]:
                 raise VerificationError(
                     f"function '{fn.name}': needs {needed} {bank} registers for its arguments, "
@@ -79,14 +81,15 @@ def verify_module(module: BytecodeModule) -> None:
         if init.calling_convention != INIT_CALLING_CONVENTION:
             raise VerificationError(f"init function '{init.name}' must be "
                                     f"{INIT_CALLING_CONVENTION}, is {init.calling_convention}")
-    for fn in module.functions:
-        fn.instructions = _FunctionVerifier(module, fn).run()
+    for fn, signature in zip(module.functions, signatures):
+        fn.instructions = _FunctionVerifier(module, fn, signature).run()
 
 
 class _FunctionVerifier:
-    def __init__(self, module: BytecodeModule, fn: FunctionDef) -> None:
+    def __init__(self, module: BytecodeModule, fn: FunctionDef, signature: Signature) -> None:
         self.module = module
         self.fn = fn
+        self.signature = signature
         self.offset = 0
 
     def fail(self, message: str) -> VerificationError:
@@ -148,9 +151,11 @@ class _FunctionVerifier:
                 raise self.fail(f"type {value} out of range ({len(m.types)} types)")
             elif kind == "rodata" and value >= len(m.rodata):
                 raise self.fail(f"rodata segment {value} out of range ({len(m.rodata)} segments)")
-            elif kind == "global" and value >= m.global_counts[op.bank]:
-                raise self.fail(f"global {op.bank}:{value} out of range "
-                                f"({m.global_counts[op.bank]} {op.bank} globals)")
+            elif kind == "global":
+                assert op.bank is not None, "an op with a global operand has a register operand"
+                if value >= m.global_counts[op.bank]:
+                    raise self.fail(f"global {op.bank}:{value} out of range "
+                                    f"({m.global_counts[op.bank]} {op.bank} globals)")
             elif kind == "func" and value >= len(m.functions):
                 raise self.fail(f"function ordinal {value} out of range "
                                 f"({len(m.functions)} functions)")
@@ -181,7 +186,7 @@ class _FunctionVerifier:
             self.call(f"'{imp.full_name}'", imp.signature, imp.signature.arg_banks(sizes),
                       instr.operands[2], instr.operands[3])
         elif name == "return":
-            results = list(self.fn.signature.results)
+            results = list(self.signature.results)
             got = [bank for bank, _ in instr.operands[0]]
             if got != results:
                 raise self.fail(f"return of {_banks(instr.operands[0])}, the function returns "

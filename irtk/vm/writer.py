@@ -103,7 +103,7 @@ class FunctionBuilder:
                              f"({op.operand_text}), got {len(operands)}")
         start = len(self._code)
         out = bytearray([op.opcode])
-        fixups = []
+        fixups: list[tuple[int, Label]] = []
         for kind, value in zip(op.operands, operands):
             try:
                 out += self._operand(kind, value, start + len(out), fixups)
@@ -258,8 +258,8 @@ class ModuleWriter:
     def to_bytes(self) -> bytes:
         """The module file (FlatBuffers, identifier b"IRTK", version BYTECODE_VERSION)."""
         bytecode = bytearray()
-        descriptors = []
-        locations = []
+        descriptors: list[tuple[int, int, dict[str, int]]] = []
+        locations: list[tuple[int, int, str]] = []
         for ordinal, fn in enumerate(self._functions):
             if fn.builder is None:
                 raise ValueError(f"function '{fn.name}' was declared but never defined")

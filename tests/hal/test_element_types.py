@@ -33,7 +33,7 @@ def test_codes_are_irees(name):
     numerical, bits = IREE_CODES[name]
     et = ET.from_name(name)
     assert int(et) == numerical << 24 | bits
-    assert et.bit_count == bits
+    assert et.storage_bits == bits
     assert et.is_float == name.startswith(("f", "bf"))
 
 
@@ -48,8 +48,8 @@ def test_every_element_type_has_numerics():
                                                (ET.i1, 3, 3), (ET.bf16, 3, 6)])
 def test_storage_bytes_of_packed_and_byte_types(et, count, length):
     assert et.storage_bytes(count) == length
-    assert et.is_packed == (et.bit_count < 8)
-    assert et.byte_size == max(1, et.bit_count // 8)   # IREE's dense byte count
+    assert et.is_packed == (et.storage_bits < 8)
+    assert et.byte_size == max(1, et.storage_bits // 8)   # IREE's dense byte count
 
 
 @pytest.mark.parametrize("et", NON_NUMPY)
@@ -63,7 +63,7 @@ def test_types_numpy_lacks_have_a_value_dtype_only(et):
 def _random_values(et: hal.ElementType, rng: np.random.Generator, count: int) -> np.ndarray:
     if et.is_float:
         return numerics.round_to(et.name, rng.standard_normal(count) * 3)
-    half = 1 << (et.bit_count - 1)
+    half = 1 << (et.storage_bits - 1)
     return rng.integers(-half, half, count).astype(np.int8)
 
 

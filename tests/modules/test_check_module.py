@@ -94,7 +94,7 @@ def test_contents_read_through_the_hal_decode_per_type(device, et, rng):
 
 def test_every_hal_element_type_is_decoded(local, rng):
     for et in hal.ElementType:
-        raw = rng.integers(0, 256, 16 * ((et.bit_count + 7) // 8), dtype=np.uint8).tobytes()
+        raw = rng.integers(0, 256, 16 * ((et.storage_bits + 7) // 8), dtype=np.uint8).tobytes()
         buffer = local.allocator.allocate_with_data(raw)
         elements = read_elements(hal.BufferView(buffer, (16,), et))
         assert elements.values.shape == (16,), et.name

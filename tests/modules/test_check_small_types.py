@@ -39,10 +39,10 @@ def view(device: hal.Device, et: hal.ElementType, values: np.ndarray,
 def random_values(et: hal.ElementType, rng: np.random.Generator, count: int) -> np.ndarray:
     """Values of the type: every finite code is equally likely for the small floats."""
     if et.is_float:
-        codes = np.arange(1 << et.bit_count, dtype=np.uint8)
+        codes = np.arange(1 << et.storage_bits, dtype=np.uint8)
         finite = codes[np.isfinite(numerics.from_bits(et.name, codes))]
         return numerics.from_bits(et.name, rng.choice(finite, count))
-    half = 1 << (et.bit_count - 1)
+    half = 1 << (et.storage_bits - 1)
     return rng.integers(-half, half, count).astype(np.int8)
 
 
@@ -96,7 +96,7 @@ def test_expect_almost_eq_compares_decoded_values(device, et, rng):
     assert check.take_failures() == []
     # The next larger value of the type differs by one step: near with a tolerance that
     # covers the step, not near with one that does not.
-    codes = np.arange(1 << et.bit_count, dtype=np.uint8)
+    codes = np.arange(1 << et.storage_bits, dtype=np.uint8)
     all_values = np.unique(numerics.from_bits(et.name, codes))
     finite = all_values[np.isfinite(all_values)]
     i = int(rng.integers(1, finite.size - 1))

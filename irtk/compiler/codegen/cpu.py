@@ -17,6 +17,7 @@ import flatbuffers
 
 from irtk.compiler.codegen import Codegen, Launch
 from irtk.compiler.kernel import AffineMap, Grid, GridAxis, Kernel, Operand
+from irtk.compiler.kernel_static import static_ranges
 from irtk.errors import CompileError
 from schemas import CPU_EXECUTABLE_IDENTIFIER
 from schemas import cpu_executable as fb
@@ -50,7 +51,7 @@ def plan_kernel(kernel: Kernel) -> CpuKernel:
     if not kernel.is_static:
         tile = DYNAMIC_TILE
         return CpuKernel(kernel.name, tile, Grid(GridAxis(parallel, tile)))
-    ranges: tuple[int, ...] = kernel.loop_ranges  # type: ignore[assignment]
+    ranges = static_ranges(kernel)
     points = math.prod(ranges[d] for d in parallel)
     work = max(1, math.prod(ranges[d] for d in kernel.reduction_dims))
     tile = -(-points // TARGET_WORKGROUPS)

@@ -35,6 +35,7 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Exec
                           StorageClass)
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
+from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -116,9 +117,7 @@ class _Term:
 def offset_terms(loop_ranges: tuple[int, ...], operand: Operand) -> tuple[tuple[_Term, ...], int]:
     """An operand's element offset as terms of the linear iteration index, plus a constant."""
     n = len(loop_ranges)
-    strides = [math.prod(operand.shape[r + 1:]) for r in range(len(operand.shape))]
-    coeff = [sum(row[j] * s for row, s in zip(operand.map.rows, strides)) for j in range(n)]
-    const = sum(row[-1] * s for row, s in zip(operand.map.rows, strides))
+    coeff, const = linear_offset(operand, n)
     loop_strides = [math.prod(loop_ranges[j + 1:]) for j in range(n)]
     dims = [j for j in range(n) if loop_ranges[j] > 1]
     groups: list[list[int]] = []   # [outer dim, inner dim]
@@ -160,7 +159,7 @@ def quad_kinds(kernel: Kernel, profile: VulkanProfile) -> list[str] | None:
     if not profile.elementwise_quads or kernel.iteration_count % 4 or \
             kernel.iteration_count == 0:
         return None
-    kinds = [quad_kind(*offset_terms(kernel.loop_ranges, o))
+    kinds = [quad_kind(*offset_terms(static_ranges(kernel), o))
              for o in kernel.inputs + kernel.outputs]
     if any(k != CONTIGUOUS for k in kinds[len(kernel.inputs):]):
         return None
@@ -189,9 +188,10 @@ def accepts(kernel: Kernel) -> bool:
 def check_kernel(kernel: Kernel) -> None:
     """Reject what this generator cannot compile, naming the kernel and the reason."""
     where = f"vulkan-spirv: kernel '{kernel.name}'"
-    n = len(kernel.loop_ranges)
-    if any(r < 0 for r in kernel.loop_ranges):
-        raise CompileError(f"{where}: negative loop range in {kernel.loop_ranges}")
+    ranges = static_ranges(kernel)
+    n = len(ranges)
+    if any(r < 0 for r in ranges):
+        raise CompileError(f"{where}: negative loop range in {ranges}")
     for role, operands in (("input", kernel.inputs), ("output", kernel.outputs)):
         for i, operand in enumerate(operands):
             if operand.element_type == "i1":
@@ -201,12 +201,13 @@ def check_kernel(kernel: Kernel) -> None:
                 raise CompileError(f"{where}: {role} {i} has element type "
                                    f"{operand.element_type}; supported: "
                                    f"{', '.join(BUFFER_ELEMENT_TYPES)}")
-            if operand.map.num_dims != n or len(operand.map.rows) != len(operand.shape):
+            m = operand_map(operand)
+            if m.num_dims != n or len(m.rows) != len(operand.shape):
                 raise CompileError(f"{where}: {role} {i} map does not fit {n} loops and shape "
                                    f"{operand.shape}")
-            if any(len(row) != n + 1 for row in operand.map.rows):
+            if any(len(row) != n + 1 for row in m.rows):
                 raise CompileError(f"{where}: {role} {i} map rows need {n + 1} entries")
-            if math.prod(operand.shape) > MAX_ITERATIONS:
+            if math.prod(static_shape(operand)) > MAX_ITERATIONS:
                 raise CompileError(f"{where}: {role} {i} of shape {operand.shape} is too large "
                                    f"for 32-bit indexing")
     if len(kernel.yields) != len(kernel.outputs):
@@ -270,7 +271,7 @@ class _Generator:
         self.quad_views: dict[int, int] = {}
         self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         self.operands = kernel.inputs + kernel.outputs
-        self.terms = [offset_terms(kernel.loop_ranges, o) for o in self.operands]
+        self.terms = [offset_terms(static_ranges(kernel), o) for o in self.operands]
         self.used = {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
         self.buffers: dict[tuple[int, str], int] = {}
         self.texel_bindings: set[int] = set()   # read-only bindings as uniform texel buffers
@@ -377,7 +378,7 @@ class _Generator:
         if self.quads is None:
             _Iteration(self, index).emit()
         else:
-            _Quad(self, index).emit()
+            _Quad(self, index, self.quads).emit()
 
 
 class _Iteration:
@@ -426,7 +427,7 @@ class _Iteration:
 
     def loop_index(self, dim: int) -> int:
         """linalg.index: loop index `dim` of this iteration as an i32."""
-        e, ranges = self.e, self.kernel.loop_ranges
+        e, ranges = self.e, static_ranges(self.kernel)
         if not 0 <= dim < len(ranges):
             raise CompileError(f"vulkan-spirv: kernel '{self.kernel.name}': linalg.index {dim} "
                                f"is outside its {len(ranges)} loops")
@@ -466,8 +467,9 @@ class _Iteration:
 class _Quad:
     """The code for iterations 4u .. 4u + 3 (module docstring, "Quads")."""
 
-    def __init__(self, gen: _Generator, unit: int) -> None:
+    def __init__(self, gen: _Generator, unit: int, kinds: list[str]) -> None:
         self.gen, self.e = gen, gen.e
+        self.kinds = kinds  # each operand's quad kind
         base = self.e.op(SpvOp.IMul, self.e.u32, unit, self.e.u32c(4))
         self.iterations = [_Iteration(gen, base if j == 0 else
                                       self.e.op(SpvOp.IAdd, self.e.u32, base, self.e.u32c(j)))
@@ -496,7 +498,7 @@ class _Quad:
         e, gen = self.e, self.gen
         per: list[list[int]] = [[] for _ in range(4)]   # operand values of each iteration
         for i, operand in enumerate(gen.operands):
-            kind = gen.quads[i]  # type: ignore[index]
+            kind = self.kinds[i]
             if i not in gen.used:
                 values = [0] * 4
             elif kind == CONTIGUOUS:

@@ -94,6 +94,7 @@ def merged_requirements(kernels: list[SpirvKernel],
                 and not getattr(profile, feature):
             raise CompileError(f"vulkan-spirv: a kernel needs {feature}, which target profile "
                                f"'{profile.name}' does not offer")
+    # Each key names its field (flags are bools, limits ints): beyond what a checker can see.
     return ExecutableRequirements(**merged)  # type: ignore[arg-type]
 
 
@@ -108,7 +109,8 @@ def pack_executable(kernels: list[SpirvKernel], profile: VulkanProfile) -> bytes
         if len(kernel.code) % 4:
             raise CompileError(f"vulkan-spirv: SPIR-V of '{kernel.entry_point}' is not whole words")
         module = fb.ShaderModuleDefT()
-        module.code = np.frombuffer(kernel.code, dtype="<u4")
+        # flatc declares the field List[int]; its Pack writes an ndarray as one vector copy.
+        module.code = np.frombuffer(kernel.code, dtype="<u4")  # type: ignore[assignment]
         modules.append(module)
         entry = fb.EntryPointDefT()
         entry.name = kernel.entry_point

@@ -15,9 +15,13 @@ nest fit `LOOP_TRIP_BUDGET`; a static nest that cannot fit even at `MAX_UNROLL` 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from spirv.tables import BuiltIn, LoopControl, Op as SpvOp, SelectionControl
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel
+from irtk.compiler.kernel_static import static_extents
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -32,7 +36,7 @@ LOOP_TRIP_BUDGET = 60000
 MAX_UNROLL = 64
 
 
-def emit_loop(e: Emitter, count: int, body) -> None:
+def emit_loop(e: Emitter, count: int, body: Callable[[int], None]) -> None:
     """for (i = 0; i < count; ++i) body(i) with a structured loop; count and i are i32."""
     var = e.local(e.i32)
     e.store(var, e.i32c(0))
@@ -52,7 +56,8 @@ def emit_loop(e: Emitter, count: int, body) -> None:
     e.label(merge)
 
 
-def emit_unrolled_loop(e: Emitter, count: int, factor: int, exact: bool, body) -> None:
+def emit_unrolled_loop(e: Emitter, count: int, factor: int, exact: bool,
+                       body: Callable[[int], None]) -> None:
     """for (i = 0; i < count; ++i) body(i), `factor` bodies per loop trip; without `exact`
     (count not known to be a multiple of factor) each body is behind an `i < count` check."""
     if factor == 1:
@@ -68,7 +73,7 @@ def emit_unrolled_loop(e: Emitter, count: int, factor: int, exact: bool, body) -
             if exact:
                 body(i)
             else:
-                emit_if(e, e.op(SpvOp.SLessThan, e.bool, i, count), lambda i=i: body(i))
+                emit_if(e, e.op(SpvOp.SLessThan, e.bool, i, count), partial(body, i))
     emit_loop(e, trips, trip)
 
 
@@ -76,8 +81,8 @@ def innermost_unroll(kernel: Kernel) -> tuple[int, bool]:
     """(factor, exact) for the innermost reduction loop so that the static back-edges of the
     reduction nest fit LOOP_TRIP_BUDGET; (1, True) when they already do or an extent is
     dynamic (the budget cannot be checked at compile time)."""
-    extents = [kernel.loop_ranges[d] for d in kernel.reduction_dims]
-    if not extents or not all(isinstance(x, int) for x in extents):
+    extents = static_extents(kernel, kernel.reduction_dims)
+    if not extents:
         return 1, True
     outer_edges, outer = 0, 1
     for x in extents[:-1]:
@@ -95,7 +100,7 @@ def innermost_unroll(kernel: Kernel) -> tuple[int, bool]:
     return factor, inner % factor == 0
 
 
-def emit_if(e: Emitter, condition: int, then) -> None:
+def emit_if(e: Emitter, condition: int, then: Callable[[], None]) -> None:
     then_label, merge = e.new_id(), e.new_id()
     e.op_void(SpvOp.SelectionMerge, merge, SelectionControl.None_)
     e.op_void(SpvOp.BranchConditional, condition, then_label, merge)
@@ -158,21 +163,21 @@ def emit_point(iface: ShaderInterface, loops: dict[int, int]) -> None:
     reductions = kernel.reduction_dims
     factor, exact = innermost_unroll(kernel)
 
-    def nest(level: int, indices: list[int]) -> None:
+    def nest(level: int, indices: dict[int, int]) -> None:
         if level == len(reductions):
-            body(indices)
+            body([indices[d] for d in range(len(kernel.loop_ranges))])
             return
         d = reductions[level]
 
         def inner(i: int) -> None:
-            nest(level + 1, indices[:d] + [i] + indices[d + 1:])
+            nest(level + 1, {**indices, d: i})
         count = iface.extent(kernel.loop_ranges[d])
         if level == len(reductions) - 1:
             emit_unrolled_loop(e, count, factor, exact, inner)
         else:
             emit_loop(e, count, inner)
 
-    nest(0, list(parallel))
+    nest(0, loops)
     for k, o in enumerate(kernel.outputs):
         iface.store(o, out_offsets[k], e.load(e.scalar_type(o.element_type), accumulators[k]))
 

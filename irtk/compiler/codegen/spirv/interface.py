@@ -24,6 +24,7 @@ floats are their bits in the low bits of the word).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
                           ExecutionMode, GLSLstd450,
@@ -31,6 +32,7 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
                           StorageClass)
 
 from irtk.compiler.kernel import Extent, Grid, Kernel, Operand
+from irtk.compiler.kernel_static import operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
@@ -179,7 +181,7 @@ class ShaderInterface:
         y = self.builtin(BuiltIn.WorkgroupId, 1)
         return e.op(SpvOp.IAdd, e.u32, x, e.op(SpvOp.IMul, e.u32, y, e.u32c(MAX_LINEAR_GROUPS)))
 
-    def finish(self, shared: list[int] = ()) -> bytes:
+    def finish(self, shared: Sequence[int] = ()) -> bytes:
         """Close the function, declare the entry point and return the module bytes."""
         e, b = self.e, self.e.b
         fn = e.finish_function(self.kernel.name)
@@ -207,7 +209,7 @@ class ShaderInterface:
         if self.texel_windows:
             needs["texel_array_indexing"] = True
         needs.update(requirements or {})
-        count = grid.counts(kernel.loop_ranges) if kernel.is_static else (0, 0, 0)  # type: ignore
+        count = grid.counts(static_ranges(kernel)) if kernel.is_static else (0, 0, 0)
         return SpirvKernel(code=code, entry_point=kernel.name, workgroup_size=self.local_size,
                            workgroup_count=count, bindings=self.bindings,
                            push_constant_count=self.push_constant_count, requirements=needs,
@@ -219,6 +221,8 @@ class ShaderInterface:
 
     def _push_word(self, index: int) -> int:
         e, b = self.e, self.e.b
+        if self._push is None:
+            raise ValueError(f"kernel '{self.kernel.name}' has no push constants")
         ptr = e.op(SpvOp.AccessChain, b.type_pointer(StorageClass.PushConstant, e.u32),
                    self._push, e.u32c(0), e.u32c(index))
         return e.op(SpvOp.Load, e.u32, ptr)
@@ -273,13 +277,18 @@ class ShaderInterface:
                                                      self.extent(shape[r])), index)
         return total if total is not None else e.i32c(0)
 
-    def affine(self, row: tuple[int, ...], loops: list[int], symbols: list[int] | None) -> int:
+    def affine(self, row: tuple[int, ...], loops: Sequence[int | None],
+               symbols: list[int] | None) -> int:
+        """`row` at loop indices `loops` (i32); None for a loop the row does not use."""
         e = self.e
         n = len(loops)
         terms = []
         for j, c in enumerate(row[:n]):
             if c:
-                terms.append(loops[j] if c == 1 else e.op(SpvOp.IMul, e.i32, loops[j], e.i32c(c)))
+                index = loops[j]
+                if index is None:
+                    raise ValueError(f"affine row {row} uses loop {j}, which has no index here")
+                terms.append(index if c == 1 else e.op(SpvOp.IMul, e.i32, index, e.i32c(c)))
         for s, c in enumerate(row[n:-1]):
             if c and symbols is not None:
                 terms.append(e.op(SpvOp.IMul, e.i32, symbols[s], e.i32c(c)))
@@ -290,9 +299,10 @@ class ShaderInterface:
             total = e.op(SpvOp.IAdd, e.i32, total, t)
         return total
 
-    def operand_offset(self, operand: Operand, loops: list[int]) -> int:
-        """The element offset of operand (which has a map) at loop indices `loops` (i32)."""
-        m = operand.map
+    def operand_offset(self, operand: Operand, loops: Sequence[int | None]) -> int:
+        """The element offset of operand (which has a map) at loop indices `loops` (i32; None
+        for a loop its map does not use)."""
+        m = operand_map(operand)
         symbols = self.symbols() if m.num_symbols else None
         indices = [self.affine(row, loops, symbols) for row in m.rows]
         return self.row_major_offset(operand.shape, indices)
@@ -505,7 +515,8 @@ class ShaderInterface:
 
 def storage_words(operand: Operand) -> int:
     """Whole 32-bit words a static operand occupies (what its binding must cover)."""
-    return -(-math.prod(operand.shape) * SCALAR_TYPES[operand.element_type].storage_bits // 32)
+    bits = math.prod(static_shape(operand)) * SCALAR_TYPES[operand.element_type].storage_bits
+    return -(-bits // 32)
 
 
 def shared_array(iface: ShaderInterface, element: int, length: int, name: str) -> int:

@@ -30,12 +30,12 @@ loops.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope)
 
 from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
+from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges
 from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel
@@ -107,11 +107,9 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent =
             return next((b for b in sizes if extent >= 4 * b * unit), sizes[-1])
         if profile.subgroup_size and profile.subgroup_ballot:
             rm, rn = pick(m, (16, 8, 4), 1, 8), pick(n, (4, 2, 1), lanes // 2, 4)
-            sizes = (m, n, k)
-            if not rounded and rm == 16 and rn == 4 and \
-                    all(isinstance(x, int) and x > 0 for x in sizes) and \
-                    math.prod(sizes) >= LARGE_WORK and m >= 4 * 32 and \
-                    n >= 16 * lanes:  # type: ignore[operator]
+            if not rounded and rm == 16 and rn == 4 and isinstance(m, int) and \
+                    isinstance(n, int) and isinstance(k, int) and min(m, n, k) > 0 and \
+                    m * n * k >= LARGE_WORK and m >= 4 * 32 and n >= 16 * lanes:
                 rm, rn = (32 if lanes >= 8 else 16), 8
             return Tiling(rm, rn * lanes, 1, rm, rn, shared=False, broadcast=True)
         return Tiling(8, 8 * lanes, 1, 8, 8, shared=False)
@@ -182,8 +180,9 @@ def match(kernel: Kernel) -> Contraction | None:
         return None
     (a, ca), (b, cb) = sources
     ks = kernel.reduction_dims
-    a_dims, b_dims = kernel.inputs[a].map.used_dims(), kernel.inputs[b].map.used_dims()
-    c_dims = out.map.used_dims()
+    a_dims = operand_map(kernel.inputs[a]).used_dims()
+    b_dims = operand_map(kernel.inputs[b]).used_dims()
+    c_dims = operand_map(out).used_dims()
     parallel = kernel.parallel_dims
     if set(parallel) - c_dims or set(ks) - (a_dims | b_dims):
         return None
@@ -206,7 +205,8 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
         return None
     ranges = kernel.loop_ranges
     for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
-        if isinstance(ranges[d], int) and ranges[d] < least:
+        extent = ranges[d]
+        if isinstance(extent, int) and extent < least:
             return None
     rounded = register_class(c.acc_type) != c.acc_type
     tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k], rounded=rounded)
@@ -237,7 +237,9 @@ def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None
     tiling = matmul_tiling(kernel, profile)
     if tiling is None:
         return None
-    return _Generator(kernel, profile, match(kernel), tiling).build()  # type: ignore[arg-type]
+    contraction = match(kernel)
+    assert contraction is not None, "matmul_tiling found the contraction"
+    return _Generator(kernel, profile, contraction, tiling).build()
 
 
 def compile_convolution(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
@@ -256,13 +258,9 @@ def compile_convolution(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel |
 def linear_form(kernel: Kernel, operand_index: int) -> tuple[list[int], int] | None:
     """A static operand's element offset as coefficients of the loop indices plus a constant."""
     operand = kernel.inputs[operand_index]
-    if not operand.is_static or operand.map.num_symbols:
+    if not operand.is_static or operand_map(operand).num_symbols:
         return None
-    shape = operand.shape
-    strides = [math.prod(shape[r + 1:]) for r in range(len(shape))]  # type: ignore[arg-type]
-    n = len(kernel.loop_ranges)
-    coeffs = [sum(row[j] * st for row, st in zip(operand.map.rows, strides)) for j in range(n)]
-    return coeffs, sum(row[-1] * st for row, st in zip(operand.map.rows, strides))
+    return linear_offset(operand, len(kernel.loop_ranges))
 
 
 def aligned_along(kernel: Kernel, c: Contraction, which: int, dim: int, words: int) -> bool:
@@ -277,8 +275,8 @@ def aligned_along(kernel: Kernel, c: Contraction, which: int, dim: int, words: i
     if form is None:
         return False
     coeffs, const = form
-    return coeffs[dim] == 1 and const % words == 0 and kernel.loop_ranges[dim] % words == 0 \
-        and all(x % words == 0 for j, x in enumerate(coeffs) if j != dim)  # type: ignore
+    return coeffs[dim] == 1 and const % words == 0 and static_ranges(kernel)[dim] % words == 0 \
+        and all(x % words == 0 for j, x in enumerate(coeffs) if j != dim)
 
 
 def vector_friendly(kernel: Kernel, c: Contraction) -> bool:

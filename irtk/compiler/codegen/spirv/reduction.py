@@ -58,6 +58,7 @@ from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
 
 from irtk.compiler import reductions
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
+from irtk.compiler.kernel_static import linear_offset, static_extents, static_ranges
 from irtk.compiler.reductions import Combiner
 from irtk.compiler.targets import VulkanProfile
 from irtk.types import SCALAR_TYPES
@@ -111,7 +112,7 @@ def contiguous_group(kernel: Kernel, group: int) -> bool:
     (coefficient 1, every other coefficient and the constant multiples of `group`), and its
     extent a multiple of `group`."""
     inner = kernel.reduction_dims[-1]
-    if not kernel.is_static or kernel.loop_ranges[inner] % group:  # type: ignore[operator]
+    if not kernel.is_static or static_ranges(kernel)[inner] % group:
         return False
     n = len(kernel.loop_ranges)
     for o in kernel.inputs:
@@ -120,9 +121,7 @@ def contiguous_group(kernel: Kernel, group: int) -> bool:
         if o.element_type not in ("f32", "i32", "index") or not o.is_static \
                 or o.map.num_symbols:
             return False
-        strides = [math.prod(o.shape[r + 1:]) for r in range(len(o.shape))]  # type: ignore
-        coeffs = [sum(row[j] * st for row, st in zip(o.map.rows, strides)) for j in range(n)]
-        const = sum(row[-1] * st for row, st in zip(o.map.rows, strides))
+        coeffs, const = linear_offset(o, n)
         if coeffs[inner] != 1 or const % group or any(c % group for j, c in enumerate(coeffs)
                                                       if j != inner):
             return False
@@ -134,10 +133,7 @@ def _offset_terms(kernel: Kernel, operand: Operand) -> list[int] | None:
     symbols)."""
     if operand.map is None or not operand.is_static or operand.map.num_symbols:
         return None
-    shape = operand.shape
-    strides = [math.prod(shape[r + 1:]) for r in range(len(shape))]  # type: ignore[arg-type]
-    return [sum(row[j] * st for row, st in zip(operand.map.rows, strides))
-            for j in range(len(kernel.loop_ranges))]
+    return linear_offset(operand, len(kernel.loop_ranges))[0]
 
 
 def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
@@ -147,6 +143,7 @@ def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
     window = profile.texel_window
     if not window or not kernel.is_static:
         return {}
+    ranges = static_ranges(kernel)
     half = window // 2
     written = {o.binding for o in kernel.outputs}
     uses: dict[int, int] = {}
@@ -158,8 +155,7 @@ def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
         if coeffs is None or o.binding in written or uses[o.binding] > 1 \
                 or SCALAR_TYPES[o.element_type].storage_bits != 32:
             continue
-        reach = [coeffs[d] * (kernel.loop_ranges[d] - 1)  # type: ignore[operator]
-                 for d in kernel.reduction_dims]
+        reach = [coeffs[d] * (ranges[d] - 1) for d in kernel.reduction_dims]
         if min(coeffs[d] for d in kernel.reduction_dims) < 0:
             continue
         span = sum(reach) + 1                     # words one point reads, from its first
@@ -176,10 +172,10 @@ def rows_per_workgroup(kernel: Kernel) -> int:
     """Parallel points per one-subgroup workgroup: up to `MAX_ROWS`, keeping at least
     `MIN_GROUPS` workgroups for the driver's threads; 1 for dynamic extents. Software drivers
     pay a fixed cost per workgroup (SwiftShader most: see docs/codegen_spirv.md)."""
-    extents = [kernel.loop_ranges[d] for d in kernel.parallel_dims]
-    if not all(isinstance(x, int) for x in extents):
+    extents = static_extents(kernel, kernel.parallel_dims)
+    if extents is None:
         return 1
-    points = math.prod(extents)  # type: ignore[arg-type]
+    points = math.prod(extents)
     rows = 1
     while rows * 2 <= MAX_ROWS and points // (rows * 2) >= MIN_GROUPS:
         rows *= 2
@@ -218,8 +214,8 @@ def compile_reduction(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | N
     terms = reduction_terms(kernel)
     if terms is None:
         return None
-    static = [kernel.loop_ranges[d] for d in kernel.reduction_dims]
-    size = math.prod(static) if all(isinstance(r, int) for r in static) else None
+    static = static_extents(kernel, kernel.reduction_dims)
+    size = None if static is None else math.prod(static)
     if size is not None and size < MIN_REDUCTION:
         return None
     layout = plan(kernel, profile, [t.op for t in terms])
@@ -326,9 +322,9 @@ class _Generator:
         group, unroll, block = layout.group, layout.unroll, layout.block
         span = width * unroll                       # units per trip of the whole workgroup
         units = e.op(SpvOp.SDiv, e.i32, total, e.i32c(group))
-        static = [kernel.loop_ranges[d] for d in reduction_dims]
-        size = math.prod(static) if all(isinstance(r, int) for r in static) else None
-        exact = size is not None and (size // group) % span == 0  # type: ignore[operator]
+        static = static_extents(kernel, reduction_dims)
+        size = None if static is None else math.prod(static)
+        exact = size is not None and (size // group) % span == 0
         static_trips = None if size is None else -(-(size // group) // span)
 
         def accumulate() -> None:
@@ -452,6 +448,8 @@ class _Generator:
         """The subgroup's combined value (unsigned min/max work on u32)."""
         e = self.e
         opcode = SUBGROUP_OPS[op.name]
+        if opcode is None:  # `plan` uses subgroups only where every op has one
+            raise ValueError(f"{op.name} has no subgroup reduction")
         if op.name in ("arith.maxui", "arith.minui"):
             unsigned = e.op(opcode, e.u32, e.u32c(Scope.Subgroup), GroupOperation.Reduce,
                             e.op(SpvOp.Bitcast, e.u32, value))
@@ -486,10 +484,10 @@ class _Generator:
         for j in range(group):
             r = first if j == 0 else e.op(SpvOp.IAdd, e.i32, first, e.i32c(j))
             xs = self._point(indices, r, {i: w[j] for i, w in loaded.items()})
-            for o, x in enumerate(xs):
+            for k, x in enumerate(xs):
                 if inside is not None:
-                    x = e.select(e.scalar_type(self.kinds[o]), inside, x, self.identity(o))
-                out[o].append(x)
+                    x = e.select(e.scalar_type(self.kinds[k]), inside, x, self.identity(k))
+                out[k].append(x)
         return out
 
     def _load_group(self, operand: Operand, offset: int) -> list[int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from spirv.tables import GLSLstd450, Op as SpvOp
 
@@ -154,9 +155,14 @@ def _fminmax(e: Emitter, a: int, b: int, is_max: bool, propagate_nan: bool) -> i
     return e.select(e.f32, a_wins, a, e.select(e.f32, b_wins, b, tie))
 
 
+def _fminmax_op(e: Emitter, c: OpCall, is_max: bool, propagate_nan: bool) -> int:
+    a, b = c.args
+    return _fminmax(e, a, b, is_max, propagate_nan)
+
+
 for _name, _is_max, _nan in (("arith.maximumf", True, True), ("arith.minimumf", False, True),
                              ("arith.maxnumf", True, False), ("arith.minnumf", False, False)):
-    _op(_name, sigs=_FF_F)(lambda e, c, m=_is_max, n=_nan: _fminmax(e, *c.args, m, n))
+    _op(_name, sigs=_FF_F)(partial(_fminmax_op, is_max=_is_max, propagate_nan=_nan))
 
 
 # --- integer arithmetic ------------------------------------------------------------------------
@@ -201,7 +207,7 @@ def _division(e: Emitter, c: OpCall, signed: bool, remainder: bool) -> int:
 
 for _name, _signed, _rem in (("arith.divsi", True, False), ("arith.divui", False, False),
                              ("arith.remsi", True, True), ("arith.remui", False, True)):
-    _op(_name, sigs=_II_I)(lambda e, c, s=_signed, r=_rem: _division(e, c, s, r))
+    _op(_name, sigs=_II_I)(partial(_division, signed=_signed, remainder=_rem))
 
 
 _INT_COMPARE = {
@@ -231,7 +237,8 @@ def _int_compare(e: Emitter, predicate: str, a: int, b: int, kind: str) -> int:
 
 @_op("arith.cmpi", sigs=("i32,i32->i1", "i1,i1->i1"))
 def _cmpi(e: Emitter, c: OpCall) -> int:
-    return _int_compare(e, c.op.predicate, *c.args, c.types[0])
+    a, b = c.args
+    return _int_compare(e, c.op.predicate, a, b, c.types[0])
 
 
 for _name, _pred in (("arith.maxsi", "sgt"), ("arith.minsi", "slt"),
@@ -258,7 +265,7 @@ def _shift(e: Emitter, c: OpCall, opcode: SpvOp) -> int:
 for _name, _opcode in (("arith.shli", SpvOp.ShiftLeftLogical),
                        ("arith.shrui", SpvOp.ShiftRightLogical),
                        ("arith.shrsi", SpvOp.ShiftRightArithmetic)):
-    _op(_name, sigs=_II_I_BOOL)(lambda e, c, o=_opcode: _shift(e, c, o))
+    _op(_name, sigs=_II_I_BOOL)(partial(_shift, opcode=_opcode))
 
 
 # --- float comparisons -------------------------------------------------------------------------
@@ -391,9 +398,12 @@ def _keep_nan(e: Emitter, x: int, result: int) -> int:
     return e.select(e.f32, e.is_nan(x), x, result)
 
 
+def _exp(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
+    return _keep_nan(e, c.args[0], e.glsl(e.f32, inst, c.args[0]))
+
+
 for _name, _inst in (("math.exp", GLSLstd450.Exp), ("math.exp2", GLSLstd450.Exp2)):
-    _op(_name, sigs=_F_F)(lambda e, c, i=_inst: _keep_nan(e, c.args[0],
-                                                          e.glsl(e.f32, i, c.args[0])))
+    _op(_name, sigs=_F_F)(partial(_exp, inst=_inst))
 
 
 def _log(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
@@ -410,7 +420,7 @@ def _log(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
 
 
 for _name, _inst in (("math.log", GLSLstd450.Log), ("math.log2", GLSLstd450.Log2)):
-    _op(_name, sigs=_F_F)(lambda e, c, i=_inst: _log(e, c, i))
+    _op(_name, sigs=_F_F)(partial(_log, inst=_inst))
 
 
 @_op("math.tanh", sigs=_F_F)

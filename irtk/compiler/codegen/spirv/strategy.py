@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 
 from irtk.compiler.kernel import Kernel
+from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -64,7 +65,7 @@ def needs_native_f16(kernel: Kernel, profile: VulkanProfile) -> bool:
         return False
     if not any(op.result_type == "f16" for op in kernel.ops):
         return False
-    return math.prod(kernel.loop_ranges) > NATIVE_F16_WORK  # type: ignore[arg-type]
+    return math.prod(static_ranges(kernel)) > NATIVE_F16_WORK
 
 
 def _check(kernel: Kernel) -> None:
@@ -75,20 +76,13 @@ def _check(kernel: Kernel) -> None:
         raise CompileError(f"vulkan-spirv: {exc}") from None
     for role, operands in (("input", kernel.inputs), ("output", kernel.outputs)):
         for i, o in enumerate(operands):
-            if o.is_static and _product(o.shape) > MAX_INDEX:
+            if o.is_static and math.prod(static_shape(o)) > MAX_INDEX:
                 raise CompileError(f"{where}: {role} {i} of shape {o.shape} is too large for "
                                    f"32-bit indexing")
-    for o, v in enumerate(kernel.yields):
-        if kernel.value_type(v) != kernel.outputs[o].element_type:
-            raise CompileError(f"{where}: output {o} is {kernel.outputs[o].element_type} but "
+    for k, v in enumerate(kernel.yields):
+        if kernel.value_type(v) != kernel.outputs[k].element_type:
+            raise CompileError(f"{where}: output {k} is {kernel.outputs[k].element_type} but "
                                f"yields a {kernel.value_type(v)} value")
-
-
-def _product(shape) -> int:
-    total = 1
-    for d in shape:
-        total *= d
-    return total
 
 
 def _fallback(kernel: Kernel, profile: VulkanProfile, _: int) -> SpirvKernel:

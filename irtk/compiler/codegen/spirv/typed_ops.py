@@ -390,7 +390,7 @@ def _log10(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
                 e.f32c(math.log10(2.0)))
 
 
-def _unary(inst: GLSLstd450):
+def _unary(inst: GLSLstd450) -> TypedEmit:
     return lambda e, op, args, types: _f(e, inst, args[0])
 
 
@@ -479,7 +479,7 @@ def _ceildivui(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
                     e.op(SpvOp.IAdd, e.i32, q, e.i32c(1)), q)
 
 
-def _bit_count(kind: str):
+def _bit_count(kind: str) -> TypedEmit:
     def emit(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
         x = zero_extend(e, args[0], types[0])
         width = int_width(types[0])
