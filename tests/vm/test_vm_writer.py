@@ -1,6 +1,8 @@
 """The writer: encoding, labels, register counts, deduplication and early misuse errors."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from irtk.vm import load_module
@@ -67,14 +69,37 @@ def test_import_with_two_signatures_is_rejected():
 @pytest.mark.parametrize("args, message", [
     (("nope.op",), "unknown VM op 'nope.op'"),
     (("add.i32", 1, 2), "'add.i32' takes 3 operands"),
-    (("add.i32", 1, 2, -1), "'add.i32': register operand must be an int"),
-    (("br", 3), "'br': block operand must be a Label"),
-    (("return", [("i32", 0)]), "'return': register lists hold Reg values"),
+    (("add.i32", 1, 2, -1), "'add.i32' operand 2 (i32): register index -1 is outside [0, 65535]"),
+    (("br", 3), "'br' operand 0 (block): expected a Label, got 3"),
+    (("return", [("i32", 0)]), "'return' operand 0 (regs): register lists hold Reg values"),
     (("const.f32", 0, "x"), "'const.f32': bad imm_f32 operand 'x'"),
 ])
 def test_emit_rejects_misuse_immediately(args, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         FunctionBuilder().emit(*args)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("add.i32", Reg("i32", 0), Reg("i32", 1), Reg("f32", 2)),
+     "'add.i32' operand 2 (i32): expected a register in bank i32, got one in bank f32 (f32:2)"),
+    (("cmp.eq.i64", Reg("i64", 0), Reg("i64", 1), Reg("i64", 2)),  # an i64 compare gives an i32
+     "'cmp.eq.i64' operand 0 (i32>): expected a register in bank i32, got one in bank i64 "
+     "(i64:0)"),
+    (("global.store.ref", 0, Reg("i32", 1)),
+     "'global.store.ref' operand 1 (ref): expected a register in bank ref, got one in bank i32"),
+])
+def test_emit_checks_the_bank_of_every_register_operand(args, message):
+    b = FunctionBuilder()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        b.emit(*args)
+    assert b.offset == 0        # nothing of the refused instruction is written
+
+
+def test_register_operands_encode_their_index_in_the_op_bank():
+    b = FunctionBuilder()
+    b.emit("select.f32", Reg("f32", 7), Reg("i32", 1), Reg("f32", 2), Reg("f32", 0x1234))
+    assert b.finish() == bytes([0x24, 7, 0, 1, 0, 2, 0, 0x34, 0x12])
+    assert b.register_counts() == {"i32": 2, "i64": 0, "f32": 0x1235, "f64": 0, "ref": 0}
 
 
 def test_unbound_label_and_undefined_function_are_errors():
