@@ -95,9 +95,8 @@ class FunctionBuilder:
 
     def emit(self, op_name: str, *operands: Any) -> None:
         """Append one instruction; operands follow the op's kinds in `isa.OPS`. A register
-        operand (`i32`, `f32>`, ...) is a `Reg` of that bank (or, for now, its index), a
-        `regs` operand a list of them, `block` a `Label`; immediates and ordinals are plain
-        numbers."""
+        operand (`i32`, `f32>`, ...) is a `Reg` of that bank, a `regs` operand a list of them,
+        `block` a `Label`; immediates and ordinals are plain numbers."""
         try:
             op = isa.lookup(op_name)
         except KeyError as e:
@@ -126,8 +125,6 @@ class FunctionBuilder:
                  fixups: list[tuple[int, Label]]) -> bytes:
         bank = kind.rstrip(">")
         if bank in isa.BANKS:
-            if isinstance(value, int):   # until every caller passes registers
-                value = Reg(bank, value)
             if not isinstance(value, Reg):
                 raise _OperandError(f"expected a Reg in bank {bank}, got {value!r}")
             if value.bank != bank:
