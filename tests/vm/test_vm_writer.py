@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from irtk.vm import load_module
+from irtk.vm import Context, load_module
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
 from tests.vm.helpers import f32, i32, i64, ref
 
@@ -136,3 +137,13 @@ def test_immediates_wrap_to_their_width():
     b = FunctionBuilder()
     b.emit("const.i32", i32(0), 0xFFFFFFFF)
     assert b.finish()[3:7] == b"\xff\xff\xff\xff"
+
+
+def test_the_example_in_the_docs_builds_and_runs():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "vm.md").read_text()
+    start = doc.index("```python\n", doc.index("## Emitting code")) + len("```python\n")
+    scope: dict[str, object] = {}
+    exec(doc[start:doc.index("```", start)], scope)
+    data = scope["data"]
+    assert isinstance(data, bytes)
+    assert Context(load_module(data)).call("add_one", [41]) == [42]
