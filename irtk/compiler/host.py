@@ -56,7 +56,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         regs = [self.new("ref" if isinstance(a.type, tir.TensorType)
                          else SCALAR_TYPES[a.type.name].vm_bank) for a in self.f.args]
         self.chain = self.new("ref")
-        self.b.emit("const.ref.null", self.chain.index)
+        self.b.emit("const.ref.null", self.chain)
         for i, (a, r) in enumerate(zip(self.f.args, regs)):
             if isinstance(a.type, tir.TensorType):
                 self.values[a.id] = self.argument(i, a, r)
@@ -77,7 +77,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
             rank = self.new("i32")
             self.call("hal.buffer_view.rank", [view], [rank])
             ok = self.new("i32")
-            self.b.emit("cmp.eq.i32", ok.index, rank.index, self.const("i32", len(t.shape)).index)
+            self.b.emit("cmp.eq.i32", ok, rank, self.const("i32", len(t.shape)))
             self.fail_unless(ok, f"{where}: expected {_spell(t)}, got a tensor of another rank")
         tv = self.from_view(view, t, self.plan.storage.get(a.id, -1 - i))
         msg = self.string(where)
@@ -109,7 +109,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         t = op.result.type
         if isinstance(t, tir.TensorType):
             buf = self.new("ref")
-            self.b.emit("global.load.ref", buf.index, self.m.constant_global(op))
+            self.b.emit("global.load.ref", buf, self.m.constant_global(op))
             shape = np.shape(op.attrs["value"])
             dims = [v if d is None else d for d, v in zip(t.shape, shape)] \
                 if len(shape) == len(t.shape) else list(t.shape)
@@ -157,7 +157,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         for i, (want, have) in enumerate(zip(t.shape, src.dims)):
             if want is not None and not isinstance(have, int):
                 ok = self.new("i32")
-                self.b.emit("cmp.eq.i64", ok.index, have.index, self.const("i64", want).index)
+                self.b.emit("cmp.eq.i64", ok, have, self.const("i64", want))
                 self.fail_unless(ok, f"{op.location}: error: tensor.cast to {t.spelling()}: "
                                      f"dimension {i} is not {want}")
                 dims.append(want)
@@ -173,11 +173,11 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
             return
         idx = self.scalar(op.operands[1])
         r = self.new("i64")
-        self.b.emit("mov.i64", r.index, self.dim_reg(tv.dims[0]).index)
+        self.b.emit("mov.i64", r, self.dim_reg(tv.dims[0]))
         for i, d in enumerate(tv.dims[1:], 1):
             is_i = self.new("i32")
-            self.b.emit("cmp.eq.i64", is_i.index, idx.index, self.const("i64", i).index)
-            self.b.emit("select.i64", r.index, is_i.index, self.dim_reg(d).index, r.index)
+            self.b.emit("cmp.eq.i64", is_i, idx, self.const("i64", i))
+            self.b.emit("select.i64", r, is_i, self.dim_reg(d), r)
         self.values[op.result.id] = r
 
     def constant_index(self, v: tir.Value) -> int | None:
@@ -195,21 +195,21 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         t = op.result.type
         if isinstance(t, tir.TensorType):
             view = self.new("ref")
-            self.b.emit("global.load.ref", view.index, g)
+            self.b.emit("global.load.ref", view, g)
             self.values[op.result.id] = self.from_view(view, t, self.plan.storage[op.result.id])
         else:
             bank = SCALAR_TYPES[t.name].vm_bank
             r = self.new(bank)
-            self.b.emit(f"global.load.{bank}", r.index, g)
+            self.b.emit(f"global.load.{bank}", r, g)
             self.values[op.result.id] = r
 
     def op_global_store(self, op: tir.Op) -> None:
         g = self.m.global_(op.attrs["name"], op)
         v = self.get(op.operands[0])
         if isinstance(v, TensorVal):
-            self.b.emit("global.store.ref", g, self.view(v).index)
+            self.b.emit("global.store.ref", g, self.view(v))
         else:
-            self.b.emit(f"global.store.{v.bank}", g, v.index)
+            self.b.emit(f"global.store.{v.bank}", g, v)
 
     def op_call(self, op: tir.Op) -> None:
         ordinal = self.m.function_ordinal(op.attrs["callee"], op)

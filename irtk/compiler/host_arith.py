@@ -94,20 +94,19 @@ def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[
 
 @HOST_OPS.implements(*_INT_BINARY)
 def _int_binary(h: HostOp) -> Reg:
-    h.b.emit(f"{_INT_BINARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index, h.args[1].index)
+    h.b.emit(f"{_INT_BINARY[h.op.kind]}.{h.bank}", h.r, h.args[0], h.args[1])
     return narrow(h.b, h.new, h.r, h.out_t)
 
 
 @HOST_OPS.implements(*_FLOAT_BINARY)
 def _float_binary(h: HostOp) -> Reg:
-    h.b.emit(f"{_FLOAT_BINARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index,
-             h.args[1].index)
+    h.b.emit(f"{_FLOAT_BINARY[h.op.kind]}.{h.bank}", h.r, h.args[0], h.args[1])
     return h.r
 
 
 @HOST_OPS.implements(*_FLOAT_UNARY)
 def _float_unary(h: HostOp) -> Reg:
-    h.b.emit(f"{_FLOAT_UNARY[h.op.kind]}.{h.bank}", h.r.index, h.args[0].index)
+    h.b.emit(f"{_FLOAT_UNARY[h.op.kind]}.{h.bank}", h.r, h.args[0])
     return h.r
 
 
@@ -118,13 +117,13 @@ def _rounded(h: HostOp) -> Reg:
 
 @HOST_OPS.implements("math.absi")
 def _absi(h: HostOp) -> Reg:
-    h.b.emit(f"abs.{h.bank}", h.r.index, h.args[0].index)
+    h.b.emit(f"abs.{h.bank}", h.r, h.args[0])
     return h.r
 
 
 @HOST_OPS.implements("arith.select")
 def _select(h: HostOp) -> Reg:
-    h.b.emit(f"select.{h.bank}", h.r.index, h.args[0].index, h.args[1].index, h.args[2].index)
+    h.b.emit(f"select.{h.bank}", h.r, h.args[0], h.args[1], h.args[2])
     return h.r
 
 
@@ -137,11 +136,11 @@ def _compare(h: HostOp) -> Reg:
         raise h.error(f"{k} predicate '{pred}' is not supported on the host")
     name, swap, negate = table[pred]
     a, c = (h.args[1], h.args[0]) if swap else (h.args[0], h.args[1])
-    b.emit(f"{name}.{h.in_bank}", r.index, a.index, c.index)
+    b.emit(f"{name}.{h.in_bank}", r, a, c)
     if negate:
         one = h.new("i32")
-        b.emit("const.i32", one.index, 1)
-        b.emit("xor.i32", r.index, r.index, one.index)
+        b.emit("const.i32", one, 1)
+        b.emit("xor.i32", r, r, one)
     return r
 
 
@@ -151,7 +150,7 @@ def _int_cast(h: HostOp) -> Reg:
     b, new, r, bank, in_t = h.b, h.new, h.r, h.bank, h.in_t
     unsigned = h.op.kind in ("arith.index_castui", "arith.extui")
     if h.in_bank == bank:
-        b.emit(f"mov.{bank}", r.index, h.args[0].index)
+        b.emit(f"mov.{bank}", r, h.args[0])
         if unsigned and _narrow_int(in_t):
             _zero_extend(b, new, r, in_t)
         return narrow(b, new, r, h.out_t)
@@ -159,11 +158,11 @@ def _int_cast(h: HostOp) -> Reg:
         src = h.args[0]
         if unsigned and _narrow_int(in_t):
             src = new("i32")
-            b.emit("mov.i32", src.index, h.args[0].index)
+            b.emit("mov.i32", src, h.args[0])
             _zero_extend(b, new, src, in_t)
-        b.emit("ext.i32.i64.u" if unsigned else "ext.i32.i64.s", r.index, src.index)
+        b.emit("ext.i32.i64.u" if unsigned else "ext.i32.i64.s", r, src)
         return r
-    b.emit("trunc.i64.i32", r.index, h.args[0].index)
+    b.emit("trunc.i64.i32", r, h.args[0])
     return narrow(b, new, r, h.out_t)
 
 
@@ -171,7 +170,7 @@ def _int_cast(h: HostOp) -> Reg:
 def _int_to_float(h: HostOp) -> Reg:
     s = "u" if h.op.kind == "arith.uitofp" else "s"
     width = "32" if h.in_bank == "i32" else "64"
-    h.b.emit(f"cast.{s}i{width}.{h.bank}", h.r.index, h.args[0].index)
+    h.b.emit(f"cast.{s}i{width}.{h.bank}", h.r, h.args[0])
     return h.r
 
 
@@ -179,7 +178,7 @@ def _int_to_float(h: HostOp) -> Reg:
 def _float_to_int(h: HostOp) -> Reg:
     s = "u" if h.op.kind == "arith.fptoui" else "s"
     width = "32" if h.bank == "i32" else "64"
-    h.b.emit(f"cast.{h.in_bank}.{s}i{width}", h.r.index, h.args[0].index)
+    h.b.emit(f"cast.{h.in_bank}.{s}i{width}", h.r, h.args[0])
     return narrow(h.b, h.new, h.r, h.out_t)
 
 
@@ -187,9 +186,9 @@ def _bank_move(instruction: str) -> Callable[[HostOp], Reg]:
     """A cast that is a `mov` within a bank and `<instruction>.<from>.<to>` between two."""
     def lower(h: HostOp) -> Reg:
         if h.in_bank == h.bank:
-            h.b.emit(f"mov.{h.bank}", h.r.index, h.args[0].index)
+            h.b.emit(f"mov.{h.bank}", h.r, h.args[0])
         else:
-            h.b.emit(f"{instruction}.{h.in_bank}.{h.bank}", h.r.index, h.args[0].index)
+            h.b.emit(f"{instruction}.{h.in_bank}.{h.bank}", h.r, h.args[0])
         return h.r
     return lower
 
@@ -204,31 +203,30 @@ def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, ban
     remainder is nonzero and (ceil) has the divisor's sign / (floor) has the other sign."""
     s = "u" if k == "arith.ceildivui" else "s"
     rem = new(bank)
-    b.emit(f"div.{s}.{bank}", q.index, a.index, d.index)
-    b.emit(f"rem.{s}.{bank}", rem.index, a.index, d.index)
+    b.emit(f"div.{s}.{bank}", q, a, d)
+    b.emit(f"rem.{s}.{bank}", rem, a, d)
     nonzero = new("i32")
-    b.emit(f"cmp.nz.{bank}", nonzero.index, rem.index)
+    b.emit(f"cmp.nz.{bank}", nonzero, rem)
     adjust = nonzero
     if s == "s":
         sign = new(bank)
-        b.emit(f"xor.{bank}", sign.index, rem.index, d.index)
+        b.emit(f"xor.{bank}", sign, rem, d)
         zero = new(bank)
-        b.emit(f"const.{bank}", zero.index, 0)
+        b.emit(f"const.{bank}", zero, 0)
         negative = new("i32")
-        b.emit(f"cmp.lt.s.{bank}", negative.index, sign.index, zero.index)
+        b.emit(f"cmp.lt.s.{bank}", negative, sign, zero)
         if k == "arith.ceildivsi":
             one = new("i32")
-            b.emit("const.i32", one.index, 1)
-            b.emit("xor.i32", negative.index, negative.index, one.index)
+            b.emit("const.i32", one, 1)
+            b.emit("xor.i32", negative, negative, one)
         adjust = new("i32")
-        b.emit("and.i32", adjust.index, nonzero.index, negative.index)
+        b.emit("and.i32", adjust, nonzero, negative)
     step = new(bank)
     if bank == "i64":
-        b.emit("ext.i32.i64.u", step.index, adjust.index)
+        b.emit("ext.i32.i64.u", step, adjust)
     else:
-        b.emit("mov.i32", step.index, adjust.index)
-    b.emit(f"{'sub' if k == 'arith.floordivsi' else 'add'}.{bank}", q.index, q.index,
-           step.index)
+        b.emit("mov.i32", step, adjust)
+    b.emit(f"{'sub' if k == 'arith.floordivsi' else 'add'}.{bank}", q, q, step)
     return q
 
 
@@ -240,11 +238,11 @@ def _narrow_int(t: str) -> bool:
 def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
     bits = SCALAR_TYPES[t].bits
     if bits in (1, 8, 16):      # the VM keeps the low 8 or 16 bits (an i1 is 0/1: its byte)
-        b.emit(f"trunc.i32.i{max(bits, 8)}", r.index, r.index)
+        b.emit(f"trunc.i32.i{max(bits, 8)}", r, r)
         return
     mask = new("i32")
-    b.emit("const.i32", mask.index, (1 << bits) - 1)
-    b.emit("and.i32", r.index, r.index, mask.index)
+    b.emit("const.i32", mask, (1 << bits) - 1)
+    b.emit("and.i32", r, r, mask)
 
 
 def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
@@ -254,13 +252,13 @@ def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg
     bits = SCALAR_TYPES[t].bits
     if bits == 1:
         one = new("i32")
-        b.emit("const.i32", one.index, 1)
-        b.emit("and.i32", r.index, r.index, one.index)
+        b.emit("const.i32", one, 1)
+        b.emit("and.i32", r, r, one)
     elif bits in (8, 16):       # the VM sign-extends 8 and 16 bits
-        b.emit(f"ext.i{bits}.i32.s", r.index, r.index)
+        b.emit(f"ext.i{bits}.i32.s", r, r)
     else:
         shift = new("i32")
-        b.emit("const.i32", shift.index, 32 - bits)
-        b.emit("shl.i32", r.index, r.index, shift.index)
-        b.emit("shr.s.i32", r.index, r.index, shift.index)
+        b.emit("const.i32", shift, 32 - bits)
+        b.emit("shl.i32", r, r, shift)
+        b.emit("shr.s.i32", r, r, shift)
     return r

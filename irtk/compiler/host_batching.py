@@ -88,7 +88,7 @@ class CommandBatching(HostFunction):
             self.submit_recorded(commands, dev, self.chain, fence)  # type: ignore[arg-type]
         else:
             self.submit_direct(commands, dev, fence)
-        self.b.emit("mov.ref", self.chain.index, fence.index)
+        self.b.emit("mov.ref", self.chain, fence)
         self.chain_idle = False
 
     def sync(self) -> None:
@@ -98,7 +98,7 @@ class CommandBatching(HostFunction):
             return
         status = self.new("i32")
         self.call_variadic("hal.fence.await", [1], [self.const("i32", -1), self.chain], [status])
-        self.b.emit("const.ref.null", self.chain.index)
+        self.b.emit("const.ref.null", self.chain)
         self.chain_idle = True
 
     def submit_direct(self, commands: list[Command], dev: Reg, fence: Reg) -> None:
@@ -134,7 +134,7 @@ class CommandBatching(HostFunction):
                 bindings.append((binding, slots.index(buf), length))
             recording.append(("dispatch", c.ordinal, bindings))
         cmd = self.new("ref")
-        self.b.emit("global.load.ref", cmd.index, self.m.record_segment(recording, len(slots)))
+        self.b.emit("global.load.ref", cmd, self.m.record_segment(recording, len(slots)))
         table: list[Reg] = []
         for buf in slots:
             table += [buf, self.const("i64", 0), self.const("i64", -1)]

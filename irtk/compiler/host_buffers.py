@@ -45,7 +45,7 @@ class BufferLowering(CommandBatching):
         acc = self.const("i64", static)
         for d in dyn:
             r = self.new("i64")
-            self.b.emit("mul.i64", r.index, acc.index, d.index)
+            self.b.emit("mul.i64", r, acc, d)
             acc = r
         return acc
 
@@ -56,11 +56,11 @@ class BufferLowering(CommandBatching):
             return self.const("i64", storage_bytes(tv.type.element_type, n))
         r = self.new("i64")
         if bits % 8 == 0:
-            self.b.emit("mul.i64", r.index, n.index, self.const("i64", bits // 8).index)
+            self.b.emit("mul.i64", r, n, self.const("i64", bits // 8))
         else:  # packed: ceil(n * bits / 8)
-            self.b.emit("mul.i64", r.index, n.index, self.const("i64", bits).index)
-            self.b.emit("add.i64", r.index, r.index, self.const("i64", 7).index)
-            self.b.emit("div.s.i64", r.index, r.index, self.const("i64", 8).index)
+            self.b.emit("mul.i64", r, n, self.const("i64", bits))
+            self.b.emit("add.i64", r, r, self.const("i64", 7))
+            self.b.emit("div.s.i64", r, r, self.const("i64", 8))
         return r
 
     def word_length(self, tv: TensorVal) -> Reg:
@@ -76,9 +76,9 @@ class BufferLowering(CommandBatching):
         if SCALAR_TYPES[tv.type.element_type].storage_bits % 32 == 0:
             return self.byte_length(tv)
         r = self.new("i64")
-        self.b.emit("add.i64", r.index, self.byte_length(tv).index, self.const("i64", 3).index)
-        self.b.emit("div.s.i64", r.index, r.index, self.const("i64", 4).index)
-        self.b.emit("mul.i64", r.index, r.index, self.const("i64", 4).index)
+        self.b.emit("add.i64", r, self.byte_length(tv), self.const("i64", 3))
+        self.b.emit("div.s.i64", r, r, self.const("i64", 4))
+        self.b.emit("mul.i64", r, r, self.const("i64", 4))
         return r
 
     # -- buffers -----------------------------------------------------------------------------------

@@ -36,11 +36,11 @@ class ControlFlowLowering(BufferLowering):
             if isinstance(x, TensorVal):
                 for r in [self.buffer_of(x)] + [d for d in x.dims if not isinstance(d, int)]:
                     tmp = self.new(r.bank)
-                    self.b.emit(f"mov.{r.bank}", tmp.index, r.index)
+                    self.b.emit(f"mov.{r.bank}", tmp, r)
                     regs.append(tmp)
             else:
                 tmp = self.new(x.bank)
-                self.b.emit(f"mov.{x.bank}", tmp.index, x.index)
+                self.b.emit(f"mov.{x.bank}", tmp, x)
                 regs.append(tmp)
             temps.append((t, regs))
         for t, regs in temps:
@@ -49,7 +49,7 @@ class ControlFlowLowering(BufferLowering):
             else:
                 dsts = [t]
             for d, r in zip(dsts, regs):
-                self.b.emit(f"mov.{d.bank}", d.index, r.index)  # type: ignore[union-attr]
+                self.b.emit(f"mov.{d.bank}", d, r)  # type: ignore[union-attr]
 
     def bind_values(self, values: list[tir.Value], regs: list[TensorVal | Reg]) -> None:
         for v, r in zip(values, regs):
@@ -71,7 +71,7 @@ class ControlFlowLowering(BufferLowering):
         self.flush()
         results = self.carried(op.results)
         then_l, else_l, join = Label(), Label(), Label()
-        self.b.emit("cond_br", cond.index, then_l, else_l)
+        self.b.emit("cond_br", cond, then_l, else_l)
         self.terminated = True
         for label, region in zip((then_l, else_l), op.regions):
             self.bind(label)
@@ -90,14 +90,14 @@ class ControlFlowLowering(BufferLowering):
         self.flush()
         iv = self.new("i64")
         iters = self.carried(body.args[1:])
-        self.b.emit("mov.i64", iv.index, lb.index)
+        self.b.emit("mov.i64", iv, lb)
         self.move(iters, inits)
         header, loop, done = Label(), Label(), Label()
         self.br(header)
         self.bind(header)
         more = self.new("i32")
-        self.b.emit("cmp.lt.s.i64", more.index, iv.index, ub.index)
-        self.b.emit("cond_br", more.index, loop, done)
+        self.b.emit("cmp.lt.s.i64", more, iv, ub)
+        self.b.emit("cond_br", more, loop, done)
         self.terminated = True
         self.bind(loop)
         self.values[body.args[0].id] = iv
@@ -105,7 +105,7 @@ class ControlFlowLowering(BufferLowering):
         term = self.region_with_yield(body, iters, header)
         self.flush()
         self.move(iters, term.operands)
-        self.b.emit("add.i64", iv.index, iv.index, step.index)
+        self.b.emit("add.i64", iv, iv, step)
         self.br(header)
         self.bind(done)
         self.bind_values(op.results, iters)
@@ -124,7 +124,7 @@ class ControlFlowLowering(BufferLowering):
         forwarded = self.carried(op.results)
         self.flush()
         self.move(forwarded, term.operands[1:])
-        self.b.emit("cond_br", cond.index, body_l, done)
+        self.b.emit("cond_br", cond, body_l, done)
         self.terminated = True
         self.bind(body_l)
         self.bind_values(after.args, forwarded)

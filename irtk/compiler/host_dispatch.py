@@ -91,7 +91,7 @@ class DispatchLowering(BufferLowering):
         size = -(-storage_bytes(tv.type.element_type, self.element_count(tv)) // 4) * 4
         data = pattern.to_bytes(pattern_length, "little") * (size // pattern_length)
         src = self.new("ref")
-        self.b.emit("const.ref.rodata", src.index, self.m.blob(f"fill{pattern_length}", data))
+        self.b.emit("const.ref.rodata", src, self.m.blob(f"fill{pattern_length}", data))
         buf = self.new("ref")
         zero, zero64 = self.const("i32", 0), self.const("i64", 0)
         self.call("hal.allocator.allocate.initialized",
@@ -139,7 +139,7 @@ class DispatchLowering(BufferLowering):
                 if want is have:
                     continue
                 ok = self.new("i32")
-                self.b.emit("cmp.eq.i64", ok.index, self.dim_reg(have).index, want.index)
+                self.b.emit("cmp.eq.i64", ok, self.dim_reg(have), want)
                 self.fail_unless(ok, f"{op.location}: error: operand {operand.binding} of "
                                      f"dispatch {kern.name}: dimension {r} does not match the "
                                      "extent of the loop it indexes")
@@ -152,25 +152,25 @@ class DispatchLowering(BufferLowering):
                 words.append(self.const("i32", 0))
             if r.bank == "i64":
                 lo, hi = self.new("i32"), self.new("i32")
-                self.b.emit("trunc.i64.i32", lo.index, r.index)
+                self.b.emit("trunc.i64.i32", lo, r)
                 if p.byte_size == 8:
                     shifted = self.new("i64")
-                    self.b.emit("shr.u.i64", shifted.index, r.index, self.const("i64", 32).index)
-                    self.b.emit("trunc.i64.i32", hi.index, shifted.index)
+                    self.b.emit("shr.u.i64", shifted, r, self.const("i64", 32))
+                    self.b.emit("trunc.i64.i32", hi, shifted)
                     words += [lo, hi]
                 else:
                     words.append(lo)
             elif r.bank == "f32":
                 w = self.new("i32")
-                self.b.emit("bitcast.f32.i32", w.index, r.index)
+                self.b.emit("bitcast.f32.i32", w, r)
                 words.append(w)
             elif r.bank == "f64":
                 bits = self.new("i64")
-                self.b.emit("bitcast.f64.i64", bits.index, r.index)
+                self.b.emit("bitcast.f64.i64", bits, r)
                 lo, hi, shifted = self.new("i32"), self.new("i32"), self.new("i64")
-                self.b.emit("trunc.i64.i32", lo.index, bits.index)
-                self.b.emit("shr.u.i64", shifted.index, bits.index, self.const("i64", 32).index)
-                self.b.emit("trunc.i64.i32", hi.index, shifted.index)
+                self.b.emit("trunc.i64.i32", lo, bits)
+                self.b.emit("shr.u.i64", shifted, bits, self.const("i64", 32))
+                self.b.emit("trunc.i64.i32", hi, shifted)
                 words += [lo, hi]
             else:
                 words.append(r)
@@ -185,7 +185,7 @@ class DispatchLowering(BufferLowering):
             out = []
             for g in static:
                 r = self.new("i32")
-                self.b.emit("global.load.i32", r.index, g)
+                self.b.emit("global.load.i32", r, g)
                 out.append(r)
             return out
         ranges = [self.const("i64", r) if isinstance(r, int) else params[r]
@@ -195,15 +195,15 @@ class DispatchLowering(BufferLowering):
         if len(per_variant) == 1:
             return per_variant[0]
         variant = self.new("i32")
-        self.b.emit("global.load.i32", variant.index, self.m.variant_global)
+        self.b.emit("global.load.i32", variant, self.m.variant_global)
         out = list(per_variant[0])
         for i, counts in enumerate(per_variant[1:], 1):
             is_i = self.new("i32")
-            self.b.emit("cmp.eq.i32", is_i.index, variant.index, self.const("i32", i).index)
+            self.b.emit("cmp.eq.i32", is_i, variant, self.const("i32", i))
             merged = []
             for a, c in zip(out, counts):
                 r = self.new("i32")
-                self.b.emit("select.i32", r.index, is_i.index, c.index, a.index)
+                self.b.emit("select.i32", r, is_i, c, a)
                 merged.append(r)
             out = merged
         return out
@@ -218,27 +218,26 @@ class DispatchLowering(BufferLowering):
             n = self.const("i64", 1)
             for d in axis.dims:
                 r = self.new("i64")
-                self.b.emit("mul.i64", r.index, n.index, ranges[d].index)
+                self.b.emit("mul.i64", r, n, ranges[d])
                 n = r
             if axis.divisor != 1:
                 r = self.new("i64")
-                self.b.emit("add.i64", r.index, n.index,
-                            self.const("i64", axis.divisor - 1).index)
-                self.b.emit("div.s.i64", r.index, r.index, self.const("i64", axis.divisor).index)
+                self.b.emit("add.i64", r, n, self.const("i64", axis.divisor - 1))
+                self.b.emit("div.s.i64", r, r, self.const("i64", axis.divisor))
                 n = r
             axes.append(n)
         if launch.linear:  # (min(n, 65535), ceil(n / 65535), 1)
             limit = self.const("i64", 65535)
             x = self.new("i64")
-            self.b.emit("min.s.i64", x.index, axes[0].index, limit.index)
+            self.b.emit("min.s.i64", x, axes[0], limit)
             y = self.new("i64")
-            self.b.emit("add.i64", y.index, axes[0].index, self.const("i64", 65534).index)
-            self.b.emit("div.s.i64", y.index, y.index, limit.index)
-            self.b.emit("max.s.i64", y.index, y.index, self.const("i64", 1).index)
+            self.b.emit("add.i64", y, axes[0], self.const("i64", 65534))
+            self.b.emit("div.s.i64", y, y, limit)
+            self.b.emit("max.s.i64", y, y, self.const("i64", 1))
             axes = [x, y, self.const("i64", 1)]
         out = []
         for a in axes:
             r = self.new("i32")
-            self.b.emit("trunc.i64.i32", r.index, a.index)
+            self.b.emit("trunc.i64.i32", r, a)
             out.append(r)
         return out

@@ -37,9 +37,9 @@ class ElementReads(BufferLowering):
         offset = self.const("i64", 0)
         for i, idx in enumerate(indices):
             stride = self.new("i64")
-            self.b.emit("mul.i64", stride.index, offset.index, self.dim_reg(tv.dims[i]).index)
+            self.b.emit("mul.i64", stride, offset, self.dim_reg(tv.dims[i]))
             r = self.new("i64")
-            self.b.emit("add.i64", r.index, stride.index, self.scalar(idx).index)
+            self.b.emit("add.i64", r, stride, self.scalar(idx))
             offset = r
         return offset
 
@@ -50,36 +50,36 @@ class ElementReads(BufferLowering):
             self.decode_small_float(out, code, et)
         else:
             host_arith.narrow(self.b, self.new, code, et)
-            self.b.emit("mov.i32", out.index, code.index)
+            self.b.emit("mov.i32", out, code)
 
     def load_packed(self, buf: Reg, index: Reg, bits: int) -> Reg:
         """The `bits`-wide code of packed element `index` (an i64 register), zero-extended in
         an i32 register: element (8 // bits) * k + j sits in bits [j * bits, ...) of byte k."""
         per_byte = 8 // bits
         byte = self.new("i64")
-        self.b.emit("div.s.i64", byte.index, index.index, self.const("i64", per_byte).index)
+        self.b.emit("div.s.i64", byte, index, self.const("i64", per_byte))
         lane = self.new("i64")
-        self.b.emit("rem.s.i64", lane.index, index.index, self.const("i64", per_byte).index)
-        self.b.emit("mul.i64", lane.index, lane.index, self.const("i64", bits).index)
+        self.b.emit("rem.s.i64", lane, index, self.const("i64", per_byte))
+        self.b.emit("mul.i64", lane, lane, self.const("i64", bits))
         shift = self.new("i32")
-        self.b.emit("trunc.i64.i32", shift.index, lane.index)
+        self.b.emit("trunc.i64.i32", shift, lane)
         code = self.new("i32")
         self.call("hal.buffer.load", [buf, byte, self.const("i32", 1)], [code])
-        self.b.emit("shr.u.i32", code.index, code.index, shift.index)
-        self.b.emit("and.i32", code.index, code.index, self.const("i32", (1 << bits) - 1).index)
+        self.b.emit("shr.u.i32", code, code, shift)
+        self.b.emit("and.i32", code, code, self.const("i32", (1 << bits) - 1))
         return code
 
     def load_words(self, buf: Reg, index: Reg, size: int) -> list[Reg]:
         """The bytes of element `index` of `size` bytes, zero-extended into one i32 register
         (two, low word first, for an 8-byte element)."""
         byte = self.new("i64")
-        self.b.emit("mul.i64", byte.index, index.index, self.const("i64", size).index)
+        self.b.emit("mul.i64", byte, index, self.const("i64", size))
         words = []
         for w in range(max(1, size // 4)):
             at = byte
             if w:
                 at = self.new("i64")
-                self.b.emit("add.i64", at.index, byte.index, self.const("i64", 4 * w).index)
+                self.b.emit("add.i64", at, byte, self.const("i64", 4 * w))
             word = self.new("i32")
             self.call("hal.buffer.load", [buf, at, self.const("i32", min(size, 4))], [word])
             words.append(word)
@@ -90,33 +90,33 @@ class ElementReads(BufferLowering):
         bank = SCALAR_TYPES[et].vm_bank
         if len(words) == 2:
             lo, hi = self.new("i64"), self.new("i64")
-            self.b.emit("ext.i32.i64.u", lo.index, words[0].index)
-            self.b.emit("ext.i32.i64.u", hi.index, words[1].index)
-            self.b.emit("shl.i64", hi.index, hi.index, self.const("i64", 32).index)
+            self.b.emit("ext.i32.i64.u", lo, words[0])
+            self.b.emit("ext.i32.i64.u", hi, words[1])
+            self.b.emit("shl.i64", hi, hi, self.const("i64", 32))
             bits64 = self.new("i64")
-            self.b.emit("or.i64", bits64.index, lo.index, hi.index)
+            self.b.emit("or.i64", bits64, lo, hi)
             if bank == "f64":
-                self.b.emit("bitcast.i64.f64", out.index, bits64.index)
+                self.b.emit("bitcast.i64.f64", out, bits64)
             else:
-                self.b.emit("mov.i64", out.index, bits64.index)
+                self.b.emit("mov.i64", out, bits64)
         elif et == "f16":
             self.decode_f16(out, words[0])
         elif et == "bf16":
             shifted = self.new("i32")
-            self.b.emit("shl.i32", shifted.index, words[0].index, self.const("i32", 16).index)
-            self.b.emit("bitcast.i32.f32", out.index, shifted.index)
+            self.b.emit("shl.i32", shifted, words[0], self.const("i32", 16))
+            self.b.emit("bitcast.i32.f32", out, shifted)
         elif et in SMALL_FLOAT_TYPES:
             self.decode_small_float(out, words[0], et)
         elif bank == "f32":
-            self.b.emit("bitcast.i32.f32", out.index, words[0].index)
+            self.b.emit("bitcast.i32.f32", out, words[0])
         elif et == "index":
-            self.b.emit("ext.i32.i64.s", out.index, words[0].index)
+            self.b.emit("ext.i32.i64.s", out, words[0])
         else:
-            self.b.emit("mov.i32", out.index, words[0].index)
+            self.b.emit("mov.i32", out, words[0])
             if et == "i8":
-                self.b.emit("ext.i8.i32.s", out.index, out.index)
+                self.b.emit("ext.i8.i32.s", out, out)
             elif et == "i16":
-                self.b.emit("ext.i16.i32.s", out.index, out.index)
+                self.b.emit("ext.i16.i32.s", out, out)
 
     def decode_f16(self, out: Reg, half: Reg) -> None:
         """f32 value of the f16 bits in `half` (zero-extended): the magnitude's bits shifted
@@ -124,26 +124,25 @@ class ElementReads(BufferLowering):
         subnormal values), inf and NaN built directly, then the sign bit."""
         c = self.const
         mag = self.new("i32")
-        self.b.emit("and.i32", mag.index, half.index, c("i32", 0x7FFF).index)
+        self.b.emit("and.i32", mag, half, c("i32", 0x7FFF))
         shifted = self.new("i32")
-        self.b.emit("shl.i32", shifted.index, mag.index, c("i32", 13).index)
+        self.b.emit("shl.i32", shifted, mag, c("i32", 13))
         scaled = self.new("f32")
-        self.b.emit("bitcast.i32.f32", scaled.index, shifted.index)
-        self.b.emit("mul.f32", scaled.index, scaled.index, c("f32", 2.0 ** 112).index)
+        self.b.emit("bitcast.i32.f32", scaled, shifted)
+        self.b.emit("mul.f32", scaled, scaled, c("f32", 2.0 ** 112))
         finite_bits = self.new("i32")
-        self.b.emit("bitcast.f32.i32", finite_bits.index, scaled.index)
+        self.b.emit("bitcast.f32.i32", finite_bits, scaled)
         special_bits = self.new("i32")   # exponent all ones: inf, or NaN with its payload
-        self.b.emit("or.i32", special_bits.index, shifted.index, c("i32", 0x7F800000).index)
+        self.b.emit("or.i32", special_bits, shifted, c("i32", 0x7F800000))
         special = self.new("i32")
-        self.b.emit("cmp.lte.s.i32", special.index, c("i32", 0x7C00).index, mag.index)
+        self.b.emit("cmp.lte.s.i32", special, c("i32", 0x7C00), mag)
         magnitude = self.new("i32")
-        self.b.emit("select.i32", magnitude.index, special.index, special_bits.index,
-                    finite_bits.index)
+        self.b.emit("select.i32", magnitude, special, special_bits, finite_bits)
         sign = self.new("i32")
-        self.b.emit("and.i32", sign.index, half.index, c("i32", 0x8000).index)
-        self.b.emit("shl.i32", sign.index, sign.index, c("i32", 16).index)
-        self.b.emit("or.i32", magnitude.index, magnitude.index, sign.index)
-        self.b.emit("bitcast.i32.f32", out.index, magnitude.index)
+        self.b.emit("and.i32", sign, half, c("i32", 0x8000))
+        self.b.emit("shl.i32", sign, sign, c("i32", 16))
+        self.b.emit("or.i32", magnitude, magnitude, sign)
+        self.b.emit("bitcast.i32.f32", out, magnitude)
 
     def decode_small_float(self, out: Reg, code: Reg, et: str) -> None:
         """f32 value of an f8/f4 code, looked up in a table of every code's value (rodata,
@@ -151,9 +150,9 @@ class ElementReads(BufferLowering):
         codes = np.arange(1 << SCALAR_TYPES[et].storage_bits, dtype=np.uint8)
         table = numerics.from_bits(et, codes).astype("<f4").tobytes()
         data = self.new("ref")
-        self.b.emit("const.ref.rodata", data.index, self.m.blob(f"{et}_values", table))
+        self.b.emit("const.ref.rodata", data, self.m.blob(f"{et}_values", table))
         at = self.new("i32")
-        self.b.emit("shl.i32", at.index, code.index, self.const("i32", 2).index)
+        self.b.emit("shl.i32", at, code, self.const("i32", 2))
         at64 = self.new("i64")
-        self.b.emit("ext.i32.i64.u", at64.index, at.index)
-        self.b.emit("buffer.load.f32", out.index, data.index, at64.index)
+        self.b.emit("ext.i32.i64.u", at64, at)
+        self.b.emit("buffer.load.f32", out, data, at64)

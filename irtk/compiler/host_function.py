@@ -45,14 +45,14 @@ class HostFunction:
         key = (bank, value if bank not in ("f32", "f64") else float(value).hex())
         if key not in self.consts:
             r = self.new(bank)
-            self.b.emit(f"const.{bank}", r.index, value)
+            self.b.emit(f"const.{bank}", r, value)
             self.consts[key] = r
         return self.consts[key]
 
     def const_in_block(self, bank: str, value: int) -> Reg:
         """A register holding `value`, not shared (for a block of its own)."""
         r = self.new(bank)
-        self.b.emit(f"const.{bank}", r.index, value)
+        self.b.emit(f"const.{bank}", r, value)
         return r
 
     def scalar_const(self, type_name: str, value: object) -> Reg:
@@ -67,7 +67,7 @@ class HostFunction:
 
     def string(self, text: str) -> Reg:
         r = self.new("ref")
-        self.b.emit("const.ref.rodata", r.index, self.m.string(text))
+        self.b.emit("const.ref.rodata", r, self.m.string(text))
         return r
 
     def global_ref(self, global_: int, key: str) -> Reg:
@@ -75,7 +75,7 @@ class HostFunction:
         cache_key = ("global", key)
         if cache_key not in self.consts:
             r = self.new("ref")
-            self.b.emit("global.load.ref", r.index, global_)
+            self.b.emit("global.load.ref", r, global_)
             self.consts[cache_key] = r
         return self.consts[cache_key]
 
@@ -102,9 +102,9 @@ class HostFunction:
     def fail_unless(self, cond: Reg, message: str, status: int = INVALID_ARGUMENT) -> None:
         """Continue when `cond` (i32) is nonzero, else fail with `message`."""
         ok, bad = Label(), Label()
-        self.b.emit("cond_br", cond.index, ok, bad)
+        self.b.emit("cond_br", cond, ok, bad)
         self.b.bind(bad)
-        self.b.emit("fail", self.const_in_block("i32", status).index, message)
+        self.b.emit("fail", self.const_in_block("i32", status), message)
         self.b.bind(ok)
         self.consts.clear()
 

@@ -165,7 +165,7 @@ class ModuleGen:
             fg.call("hal.command_buffer.create",
                     [fg.device(), zero, fg.const("i32", 1), fg.const("i32", slots)], [cmd])
             null = fg.new("ref")
-            b.emit("const.ref.null", null.index)
+            b.emit("const.ref.null", null)
             for c in commands:
                 if c[0] == "barrier":
                     fg.call("hal.command_buffer.execution_barrier", [cmd, zero, zero, zero], [])
@@ -174,7 +174,7 @@ class ModuleGen:
                 grid = []
                 for g in self.g_workgroups[ordinal]:
                     r = fg.new("i32")
-                    b.emit("global.load.i32", r.index, g)
+                    b.emit("global.load.i32", r, g)
                     grid.append(r)
                 # Bindings in binding order; a null buffer names its binding-table slot.
                 regs: list[Reg] = []
@@ -185,7 +185,7 @@ class ModuleGen:
                                  [cmd, fg.executable(), fg.const("i32", ordinal), *grid,
                                   fg.const("i64", 0), *regs], [])
             fg.call("hal.command_buffer.finalize", [cmd], [])
-            b.emit("global.store.ref", global_, cmd.index)
+            b.emit("global.store.ref", global_, cmd)
 
     def kernel_ordinal(self, kernel: K.Kernel) -> int:
         return self.kernel_ordinals[id(kernel)]
@@ -226,10 +226,10 @@ class ModuleGen:
         b = fg.b
         dev = fg.new("ref")
         fg.call("hal.device.default", [], [dev])
-        b.emit("global.store.ref", self.device_global, dev.index)
+        b.emit("global.store.ref", self.device_global, dev)
         alloc = fg.new("ref")
         fg.call("hal.device.allocator", [dev], [alloc])
-        b.emit("global.store.ref", self.allocator_global, alloc.index)
+        b.emit("global.store.ref", self.allocator_global, alloc)
         ready, fail = Label(), Label()
         if not self.variants:  # nothing to dispatch: no executable to pick
             fg.br(ready)
@@ -239,7 +239,7 @@ class ModuleGen:
         for global_, op in self.constants.values():
             t: tir.TensorType = op.result.type  # type: ignore[assignment]
             data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
-            b.emit("global.store.ref", global_, self.upload(fg, data).index)
+            b.emit("global.store.ref", global_, self.upload(fg, data))
         for global_, g in self.globals.values():
             self.init_global(fg, global_, g)
         self.record_segments(fg)
@@ -258,39 +258,39 @@ class ModuleGen:
             ok, value = fg.new("i32"), fg.new("i64")
             fg.call("hal.device.query.i64", [dev, category, fmt], [ok, value])
             supported = fg.new("i32")
-            b.emit("trunc.i64.i32", supported.index, value.index)
-            b.emit("cond_br", supported.index, create, next_try)
+            b.emit("trunc.i64.i32", supported, value)
+            b.emit("cond_br", supported, create, next_try)
             fg.terminated = True
             fg.bind(create)
             data = fg.new("ref")
-            b.emit("const.ref.rodata", data.index, self.w.add_rodata(
+            b.emit("const.ref.rodata", data, self.w.add_rodata(
                 f"executable_{v.target}", v.format, v.data))
             null = fg.new("ref")
-            b.emit("const.ref.null", null.index)
+            b.emit("const.ref.null", null)
             exe = fg.new("ref")
             fg.call("hal.executable.create", [dev, fmt, data, null], [exe])
-            b.emit("global.store.ref", self.executable_global, exe.index)
-            b.emit("global.store.i32", self.variant_global, fg.const("i32", i).index)
+            b.emit("global.store.ref", self.executable_global, exe)
+            b.emit("global.store.i32", self.variant_global, fg.const("i32", i))
             for ordinal, globals_ in self.g_workgroups.items():
                 launch = v.launches[ordinal]
                 kern = self.kernels[ordinal]
                 counts = launch.counts(kern.loop_ranges) if isinstance(launch, K.Grid) \
                     else launch  # type: ignore[arg-type]
                 for g, n in zip(globals_, counts):
-                    b.emit("global.store.i32", g, fg.const("i32", n).index)
+                    b.emit("global.store.i32", g, fg.const("i32", n))
             fg.br(ready)
             if next_try is not fail:
                 fg.bind(next_try)
         fg.bind(fail)
         targets = ", ".join(f"{v.target} (format {v.format})" for v in self.variants)
-        b.emit("fail", fg.const("i32", FAILED_PRECONDITION).index,
+        b.emit("fail", fg.const("i32", FAILED_PRECONDITION),
                f"no executable in this module can run on the device: the module holds "
                f"targets {targets}")
         fg.terminated = True
 
     def upload(self, fg: FunctionGen, data: bytes) -> Reg:
         src = fg.new("ref")
-        fg.b.emit("const.ref.rodata", src.index,
+        fg.b.emit("const.ref.rodata", src,
                   self.w.add_rodata(f"constant{len(self.w._rodata)}", "application/octet-stream",
                                     data))
         buf = fg.new("ref")
@@ -328,17 +328,17 @@ class ModuleGen:
                              [buf, fg.const("i64", 0), fg.const("i64", len(data)),
                               fg.const("i32", element_type_code(g.type.element_type)),
                               fg.const("i32", DENSE_ROW_MAJOR), *dims], [view])
-            b.emit("global.store.ref", global_, view.index)
+            b.emit("global.store.ref", global_, view)
         else:
             r = fg.scalar_const(g.type.name, 0 if g.initial is None else g.initial)
-            b.emit(f"global.store.{r.bank}", global_, r.index)
+            b.emit(f"global.store.{r.bank}", global_, r)
 
 
 def failing_function(m: ModuleGen, message: str) -> FunctionBuilder:
     b = FunctionBuilder()
     status = Reg("i32", 0)
-    b.emit("const.i32", status.index, UNIMPLEMENTED)
-    b.emit("fail", status.index, message)
+    b.emit("const.i32", status, UNIMPLEMENTED)
+    b.emit("fail", status, message)
     return b
 
 

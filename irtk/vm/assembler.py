@@ -405,7 +405,7 @@ class _Assembler:
             reads = reads[:-1]
         for i, kind in enumerate(op.operands):
             if kind in isa.WRITE_KINDS:
-                operands.append(self.register(next(written), kind[:-1]).index)
+                operands.append(self.register(next(written), kind[:-1]))
                 continue
             if is_call and i == len(op.operands) - 1:
                 operands.append(results)
@@ -434,7 +434,7 @@ class _Assembler:
 
     def operand(self, cur: _Cursor, kind: str, op: isa.Op, label: Callable[[Token], Label]) -> Any:
         if kind in isa.READ_KINDS:
-            return self.register(cur.expect("reg", f"an {kind} register"), kind).index
+            return self.register(cur.expect("reg", f"an {kind} register"), kind)
         if kind in _INT_RANGES:
             tok = cur.peek()
             value = cur.integer("an integer")

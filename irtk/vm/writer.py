@@ -26,7 +26,8 @@ class _OperandError(ValueError):
 
 @dataclass(frozen=True)
 class Reg:
-    """A typed register in a `regs` operand (calls and returns)."""
+    """A typed register: every register operand of `FunctionBuilder.emit`, single or in a
+    `regs` list. `emit` checks the bank against the operand's kind."""
 
     bank: str
     index: int
@@ -93,7 +94,9 @@ class FunctionBuilder:
         return counts
 
     def emit(self, op_name: str, *operands: Any) -> None:
-        """Append one instruction; operands follow the op's kinds in `isa.OPS`."""
+        """Append one instruction; operands follow the op's kinds in `isa.OPS`. A register
+        operand (`i32`, `f32>`, ...) is a `Reg` of that bank, a `regs` operand a list of them,
+        `block` a `Label`; immediates and ordinals are plain numbers."""
         try:
             op = isa.lookup(op_name)
         except KeyError as e:
@@ -104,11 +107,11 @@ class FunctionBuilder:
         start = len(self._code)
         out = bytearray([op.opcode])
         fixups: list[tuple[int, Label]] = []
-        for kind, value in zip(op.operands, operands):
+        for position, (kind, value) in enumerate(zip(op.operands, operands)):
             try:
                 out += self._operand(kind, value, start + len(out), fixups)
             except _OperandError as e:
-                raise ValueError(f"'{op.name}': {e}") from None
+                raise ValueError(f"'{op.name}' operand {position} ({kind}): {e}") from None
             except (TypeError, ValueError, OverflowError, struct.error) as e:
                 raise ValueError(f"'{op.name}': bad {kind} operand {value!r}: {e}") from None
         if self._pending_location is not None:
@@ -122,13 +125,18 @@ class FunctionBuilder:
                  fixups: list[tuple[int, Label]]) -> bytes:
         bank = kind.rstrip(">")
         if bank in isa.BANKS:
-            if not isinstance(value, int) or not 0 <= value <= 0xFFFF:
-                raise _OperandError("register operand must be an int in [0, 65535]")
-            self._use(bank, value)
-            return encode_operand(kind, value)
+            if not isinstance(value, Reg):
+                raise _OperandError(f"expected a Reg in bank {bank}, got {value!r}")
+            if value.bank != bank:
+                raise _OperandError(f"expected a register in bank {bank}, got one in bank "
+                                    f"{value.bank} ({value.bank}:{value.index})")
+            if not 0 <= value.index <= 0xFFFF:
+                raise _OperandError(f"register index {value.index} is outside [0, 65535]")
+            self._use(bank, value.index)
+            return encode_operand(kind, value.index)
         if kind == "block":
             if not isinstance(value, Label):
-                raise _OperandError("block operand must be a Label")
+                raise _OperandError(f"expected a Label, got {value!r}")
             fixups.append((pos, value))
             return encode_operand(kind, 0)
         if kind == "blocks":

@@ -3,7 +3,8 @@ check module and the runner can be tested before the compiler emits check calls.
 from __future__ import annotations
 
 from irtk.modules.check import CheckModule
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
+from tests.vm.helpers import f32, i32, i64, ref
 
 # The calling convention of each `check.*` import, as the check module declares it.
 CHECK_SIGNATURES = {f"check.{f.name}": f.calling_convention for f in CheckModule.EXPORTS}
@@ -15,14 +16,14 @@ def _scalar_checks(w: ModuleWriter, name: str, checks: list[tuple[str, int]],
     b = FunctionBuilder()
     for i, (check, value) in enumerate(checks):
         ordinal = w.add_import(check, CHECK_SIGNATURES[check])
-        b.emit("const.i32", i, value)
-        b.emit("call.import", ordinal, [Reg("i32", i)], [])
+        b.emit("const.i32", i32(i), value)
+        b.emit("call.import", ordinal, [i32(i)], [])
     if result is None:
         b.emit("return", [])
         cc = "0v_v"
     else:
-        b.emit("const.i32", len(checks), result)
-        b.emit("return", [Reg("i32", len(checks))])
+        b.emit("const.i32", i32(len(checks)), result)
+        b.emit("return", [i32(len(checks))])
         cc = "0v_i"
     w.add_export(name, w.add_function(name, cc, b))
 
@@ -31,8 +32,8 @@ def _raising(w: ModuleWriter, name: str) -> None:
     """An export that passes a null ref where hal.buffer.length needs a buffer."""
     b = FunctionBuilder()
     ordinal = w.add_import("hal.buffer.length", "0r_I")
-    b.emit("const.ref.null", 0)
-    b.emit("call.import", ordinal, [Reg("ref", 0)], [Reg("i64", 0)])
+    b.emit("const.ref.null", ref(0))
+    b.emit("call.import", ordinal, [ref(0)], [i64(0)])
     b.emit("return", [])
     w.add_export(name, w.add_function(name, "0v_v", b))
 
@@ -43,12 +44,12 @@ def _compare_args(w: ModuleWriter, name: str, check: str) -> None:
     b = FunctionBuilder()
     device = w.add_import("hal.device.default", "0v_r")
     ordinal = w.add_import(check, CHECK_SIGNATURES[check])
-    b.emit("call.import", device, [], [Reg("ref", 2)])
-    args = [Reg("ref", 2), Reg("ref", 0), Reg("ref", 1)]
+    b.emit("call.import", device, [], [ref(2)])
+    args = [ref(2), ref(0), ref(1)]
     if check == "check.expect_almost_eq":
-        b.emit("const.f32", 0, 0.01)
-        b.emit("const.f32", 1, 0.0)
-        args += [Reg("f32", 0), Reg("f32", 1)]
+        b.emit("const.f32", f32(0), 0.01)
+        b.emit("const.f32", f32(1), 0.0)
+        args += [f32(0), f32(1)]
     b.emit("call.import", ordinal, args, [])
     b.emit("return", [])
     w.add_export(name, w.add_function(name, "0rr_v", b), {"abi.args": "4xf32;4xf32"})

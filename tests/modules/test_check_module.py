@@ -14,9 +14,10 @@ from irtk.errors import RuntimeFailure, VerificationError
 from irtk.hal import registry
 from irtk.modules.check import CheckModule, read_elements
 from irtk.vm import Context, load_module
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
 from tests.conftest import all_device_uris
 from tests.modules.check_programs import checks_module
+from tests.vm.helpers import i64
 
 ET = hal.ElementType
 FLOAT_TYPES = [ET.f16, ET.bf16, ET.f32, ET.f64]
@@ -383,8 +384,8 @@ def test_an_import_with_another_signature_fails_at_link():
     w = ModuleWriter("wrong")
     ordinal = w.add_import("check.expect_true", "0I_v")
     b = FunctionBuilder()
-    b.emit("const.i64", 0, 1)
-    b.emit("call.import", ordinal, [Reg("i64", 0)], [])
+    b.emit("const.i64", i64(0), 1)
+    b.emit("call.import", ordinal, [i64(0)], [])
     b.emit("return", [])
     w.add_export("main", w.add_function("main", "0v_v", b))
     with pytest.raises(VerificationError, match=r"check.expect_true: module expects 0I_v, "

@@ -7,14 +7,15 @@ import pytest
 from irtk import hal
 from irtk.errors import InputError, VerificationError
 from irtk.runtime import load
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
 from tests.vm.fakes import FakeDevice
+from tests.vm.helpers import f32, i32, ref
 
 
 def api_module(swap_reflection: dict[str, str] | None = None) -> bytes:
     w = ModuleWriter("api")
     swap = FunctionBuilder()     # swap(a, b) -> (b, a)
-    swap.emit("return", [Reg("ref", 1), Reg("ref", 0)])
+    swap.emit("return", [ref(1), ref(0)])
     w.add_export("swap", w.add_function("swap", "0rr_rr", swap), swap_reflection if
                  swap_reflection is not None else {"abi.args": "4x2xf32;4xi32",
                                                    "abi.results": "4xi32;4x2xf32"})
@@ -23,13 +24,13 @@ def api_module(swap_reflection: dict[str, str] | None = None) -> bytes:
     w.add_export("nothing", w.add_function("nothing", "0v_v", nothing),
                  {"abi.args": "", "abi.results": ""})
     scale = FunctionBuilder()    # scale(i32 n, f32 x) -> f32 n * x
-    scale.emit("cast.si32.f32", 1, 0)
-    scale.emit("mul.f32", 1, 1, 0)
-    scale.emit("return", [Reg("f32", 1)])
+    scale.emit("cast.si32.f32", f32(1), i32(0))
+    scale.emit("mul.f32", f32(1), f32(1), f32(0))
+    scale.emit("return", [f32(1)])
     w.add_export("scale", w.add_function("scale", "0if_f", scale),
                  {"abi.args": "i32;f32", "abi.results": "f32"})
     ident = FunctionBuilder()
-    ident.emit("return", [Reg("ref", 0)])
+    ident.emit("return", [ref(0)])
     w.add_export("ident", w.add_function("ident", "0r_r", ident),
                  {"abi.args": "?x3xf32", "abi.results": "?x3xf32"})
     w.add_export("scalar", w.add_function("scalar", "0r_r", ident),

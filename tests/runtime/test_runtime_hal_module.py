@@ -12,6 +12,7 @@ from irtk.modules.hal import HalModule
 from irtk.runtime import load, vm_context
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
 from tests.vm.fakes import FAKE_FORMAT, FakeDevice
+from tests.vm.helpers import i32, i64, ref
 
 SIGNATURES = {f.name: f.calling_convention for f in HalModule.EXPORTS}
 F32 = int(hal.ElementType.f32)
@@ -42,48 +43,48 @@ def fill_program(count: int = 4, pattern: int = 0x3F800000) -> bytes:
     p = Program("fill")
     dev_global, alloc_global = p.w.add_global("ref"), p.w.add_global("ref")
     init = FunctionBuilder()
-    p.call(init, "device.default", [], [Reg("ref", 0)])
-    p.call(init, "device.allocator", [Reg("ref", 0)], [Reg("ref", 1)])
-    init.emit("global.store.ref", dev_global, 0)
-    init.emit("global.store.ref", alloc_global, 1)
+    p.call(init, "device.default", [], [ref(0)])
+    p.call(init, "device.allocator", [ref(0)], [ref(1)])
+    init.emit("global.store.ref", dev_global, ref(0))
+    init.emit("global.store.ref", alloc_global, ref(1))
     init.emit("return", [])
     p.w.set_init_function(p.w.add_function("__init", "0v_v", init))
 
     b = FunctionBuilder()
-    b.emit("global.load.ref", 0, dev_global)
-    b.emit("global.load.ref", 1, alloc_global)
-    b.emit("const.i32", 0, 0)
-    b.emit("const.i64", 0, 4 * count)
-    p.call(b, "allocator.allocate", [Reg("ref", 1), Reg("i32", 0), Reg("i32", 0), Reg("i64", 0)],
-           [Reg("ref", 2)])
-    b.emit("const.i32", 1, 1)
-    p.call(b, "command_buffer.create", [Reg("ref", 0), Reg("i32", 1), Reg("i32", 1),
-                                        Reg("i32", 0)], [Reg("ref", 3)])
-    b.emit("const.i64", 1, 0)
-    b.emit("const.i32", 2, pattern)
-    b.emit("const.i32", 3, 4)
-    p.call(b, "command_buffer.fill_buffer", [Reg("ref", 3), Reg("ref", 2), Reg("i64", 1),
-                                             Reg("i64", 0), Reg("i32", 2), Reg("i32", 3)], [])
-    p.call(b, "command_buffer.execution_barrier", [Reg("ref", 3), Reg("i32", 0), Reg("i32", 0),
-                                                   Reg("i32", 0)], [])
-    p.call(b, "command_buffer.finalize", [Reg("ref", 3)], [])
-    p.call(b, "fence.create", [Reg("ref", 0), Reg("i32", 0)], [Reg("ref", 4)])
-    b.emit("const.ref.null", 5)
-    b.emit("const.i64", 2, -1)
-    p.call(b, "device.queue.execute", [Reg("ref", 0), Reg("i64", 2), Reg("ref", 5),
-                                       Reg("ref", 4), Reg("ref", 3)], [], sizes=[1])
-    b.emit("const.i32", 4, -1)
-    p.call(b, "fence.await", [Reg("i32", 4), Reg("ref", 4)], [Reg("i32", 5)], sizes=[1])
+    b.emit("global.load.ref", ref(0), dev_global)
+    b.emit("global.load.ref", ref(1), alloc_global)
+    b.emit("const.i32", i32(0), 0)
+    b.emit("const.i64", i64(0), 4 * count)
+    p.call(b, "allocator.allocate", [ref(1), i32(0), i32(0), i64(0)],
+           [ref(2)])
+    b.emit("const.i32", i32(1), 1)
+    p.call(b, "command_buffer.create", [ref(0), i32(1), i32(1),
+                                        i32(0)], [ref(3)])
+    b.emit("const.i64", i64(1), 0)
+    b.emit("const.i32", i32(2), pattern)
+    b.emit("const.i32", i32(3), 4)
+    p.call(b, "command_buffer.fill_buffer", [ref(3), ref(2), i64(1),
+                                             i64(0), i32(2), i32(3)], [])
+    p.call(b, "command_buffer.execution_barrier", [ref(3), i32(0), i32(0),
+                                                   i32(0)], [])
+    p.call(b, "command_buffer.finalize", [ref(3)], [])
+    p.call(b, "fence.create", [ref(0), i32(0)], [ref(4)])
+    b.emit("const.ref.null", ref(5))
+    b.emit("const.i64", i64(2), -1)
+    p.call(b, "device.queue.execute", [ref(0), i64(2), ref(5),
+                                       ref(4), ref(3)], [], sizes=[1])
+    b.emit("const.i32", i32(4), -1)
+    p.call(b, "fence.await", [i32(4), ref(4)], [i32(5)], sizes=[1])
     ok, bad = b.new_label(), b.new_label()
-    b.emit("cond_br", 5, bad, ok)
+    b.emit("cond_br", i32(5), bad, ok)
     b.bind(bad)
-    b.emit("fail", 5, "fence wait timed out")
+    b.emit("fail", i32(5), "fence wait timed out")
     b.bind(ok)
-    b.emit("const.i32", 6, F32)
-    b.emit("const.i64", 3, count)
-    p.call(b, "buffer_view.create", [Reg("ref", 2), Reg("i64", 1), Reg("i64", 0), Reg("i32", 6),
-                                     Reg("i32", 1), Reg("i64", 3)], [Reg("ref", 6)], sizes=[1])
-    b.emit("return", [Reg("ref", 6)])
+    b.emit("const.i32", i32(6), F32)
+    b.emit("const.i64", i64(3), count)
+    p.call(b, "buffer_view.create", [ref(2), i64(1), i64(0), i32(6),
+                                     i32(1), i64(3)], [ref(6)], sizes=[1])
+    b.emit("return", [ref(6)])
     p.w.add_export("main", p.w.add_function("main", "0v_r", b), {"abi.args": "",
                                                                  "abi.results": f"{count}xf32"})
     return p.w.to_bytes()
@@ -113,34 +114,34 @@ def passthrough_program(with_abi: bool) -> bytes:
     p = Program("copy")
     message = p.text("input 0")
     b = FunctionBuilder()
-    b.emit("const.ref.rodata", 1, message)
-    b.emit("const.i32", 0, F32)
-    b.emit("const.i32", 1, 1)
-    b.emit("const.i64", 0, 4)
-    p.call(b, "buffer_view.assert", [Reg("ref", 0), Reg("ref", 1), Reg("i32", 0), Reg("i32", 1),
-                                     Reg("i64", 0)], [], sizes=[1])
-    p.call(b, "buffer_view.buffer", [Reg("ref", 0)], [Reg("ref", 2)])
-    p.call(b, "buffer.length", [Reg("ref", 2)], [Reg("i64", 1)])
-    p.call(b, "device.default", [], [Reg("ref", 3)])
-    p.call(b, "device.allocator", [Reg("ref", 3)], [Reg("ref", 4)])
-    b.emit("const.i32", 2, 0)
-    p.call(b, "allocator.allocate", [Reg("ref", 4), Reg("i32", 2), Reg("i32", 2), Reg("i64", 1)],
-           [Reg("ref", 5)])
-    p.call(b, "command_buffer.create", [Reg("ref", 3), Reg("i32", 1), Reg("i32", 1),
-                                        Reg("i32", 2)], [Reg("ref", 6)])
-    b.emit("const.i64", 2, 0)
-    p.call(b, "command_buffer.copy_buffer", [Reg("ref", 6), Reg("ref", 2), Reg("i64", 2),
-                                             Reg("ref", 5), Reg("i64", 2), Reg("i64", 1)], [])
-    p.call(b, "command_buffer.finalize", [Reg("ref", 6)], [])
-    p.call(b, "fence.create", [Reg("ref", 3), Reg("i32", 2)], [Reg("ref", 7)])
-    b.emit("const.ref.null", 8)
-    p.call(b, "device.queue.execute", [Reg("ref", 3), Reg("i64", 2), Reg("ref", 8),
-                                       Reg("ref", 7), Reg("ref", 6)], [], sizes=[1])
-    b.emit("const.i32", 3, -1)
-    p.call(b, "fence.await", [Reg("i32", 3), Reg("ref", 7)], [Reg("i32", 4)], sizes=[1])
-    p.call(b, "buffer_view.create", [Reg("ref", 5), Reg("i64", 2), Reg("i64", 1), Reg("i32", 0),
-                                     Reg("i32", 1), Reg("i64", 0)], [Reg("ref", 9)], sizes=[1])
-    b.emit("return", [Reg("ref", 9)])
+    b.emit("const.ref.rodata", ref(1), message)
+    b.emit("const.i32", i32(0), F32)
+    b.emit("const.i32", i32(1), 1)
+    b.emit("const.i64", i64(0), 4)
+    p.call(b, "buffer_view.assert", [ref(0), ref(1), i32(0), i32(1),
+                                     i64(0)], [], sizes=[1])
+    p.call(b, "buffer_view.buffer", [ref(0)], [ref(2)])
+    p.call(b, "buffer.length", [ref(2)], [i64(1)])
+    p.call(b, "device.default", [], [ref(3)])
+    p.call(b, "device.allocator", [ref(3)], [ref(4)])
+    b.emit("const.i32", i32(2), 0)
+    p.call(b, "allocator.allocate", [ref(4), i32(2), i32(2), i64(1)],
+           [ref(5)])
+    p.call(b, "command_buffer.create", [ref(3), i32(1), i32(1),
+                                        i32(2)], [ref(6)])
+    b.emit("const.i64", i64(2), 0)
+    p.call(b, "command_buffer.copy_buffer", [ref(6), ref(2), i64(2),
+                                             ref(5), i64(2), i64(1)], [])
+    p.call(b, "command_buffer.finalize", [ref(6)], [])
+    p.call(b, "fence.create", [ref(3), i32(2)], [ref(7)])
+    b.emit("const.ref.null", ref(8))
+    p.call(b, "device.queue.execute", [ref(3), i64(2), ref(8),
+                                       ref(7), ref(6)], [], sizes=[1])
+    b.emit("const.i32", i32(3), -1)
+    p.call(b, "fence.await", [i32(3), ref(7)], [i32(4)], sizes=[1])
+    p.call(b, "buffer_view.create", [ref(5), i64(2), i64(1), i32(0),
+                                     i32(1), i64(0)], [ref(9)], sizes=[1])
+    b.emit("return", [ref(9)])
     reflection = {"abi.args": "4xf32", "abi.results": "4xf32"} if with_abi else {}
     p.w.add_export("main", p.w.add_function("main", "0r_r", b), reflection)
     return p.w.to_bytes()
@@ -175,17 +176,17 @@ def init_checks_format_program(fmt: str) -> bytes:
     p = Program("needs-format")
     category, key = p.text("hal.executable.format"), p.text(fmt)
     init = FunctionBuilder()
-    p.call(init, "device.default", [], [Reg("ref", 0)])
-    init.emit("const.ref.rodata", 1, category)
-    init.emit("const.ref.rodata", 2, key)
-    p.call(init, "device.query.i64", [Reg("ref", 0), Reg("ref", 1), Reg("ref", 2)],
-           [Reg("i32", 0), Reg("i64", 0)])
-    init.emit("trunc.i64.i32", 1, 0)
+    p.call(init, "device.default", [], [ref(0)])
+    init.emit("const.ref.rodata", ref(1), category)
+    init.emit("const.ref.rodata", ref(2), key)
+    p.call(init, "device.query.i64", [ref(0), ref(1), ref(2)],
+           [i32(0), i64(0)])
+    init.emit("trunc.i64.i32", i32(1), i64(0))
     ok, missing = init.new_label(), init.new_label()
-    init.emit("cond_br", 1, ok, missing)
+    init.emit("cond_br", i32(1), ok, missing)
     init.bind(missing)
-    init.emit("const.i32", 2, 9)
-    init.emit("fail", 2, f"no executable in this module supports the device (needs {fmt})")
+    init.emit("const.i32", i32(2), 9)
+    init.emit("fail", i32(2), f"no executable in this module supports the device (needs {fmt})")
     init.bind(ok)
     init.emit("return", [])
     p.w.set_init_function(p.w.add_function("__init", "0v_v", init))
@@ -205,30 +206,30 @@ def dispatch_program(fmt: str = FAKE_FORMAT) -> bytes:
     exe_data = p.w.add_rodata("kernel", fmt, b"KERNEL")
     fmt_text = p.text(fmt)
     b = FunctionBuilder()   # arg: ref:0 a buffer
-    p.call(b, "device.default", [], [Reg("ref", 1)])
-    b.emit("const.ref.rodata", 2, fmt_text)
-    b.emit("const.ref.rodata", 3, exe_data)
-    b.emit("const.ref.null", 4)
-    p.call(b, "executable.create", [Reg("ref", 1), Reg("ref", 2), Reg("ref", 3), Reg("ref", 4)],
-           [Reg("ref", 5)])
-    b.emit("const.i32", 0, 0)
-    b.emit("const.i32", 1, 2)
-    p.call(b, "command_buffer.create", [Reg("ref", 1), Reg("i32", 0), Reg("i32", 0),
-                                        Reg("i32", 1)], [Reg("ref", 6)])
-    b.emit("const.i32", 2, 8)
-    b.emit("const.i32", 3, 1)
-    b.emit("const.i64", 0, 0)
-    b.emit("const.i32", 4, -1)
-    b.emit("const.i32", 5, 7)
-    b.emit("const.i64", 1, 16)
-    args = [Reg("ref", 6), Reg("ref", 5), Reg("i32", 0), Reg("i32", 2), Reg("i32", 3),
-            Reg("i32", 3), Reg("i64", 0),
-            Reg("i32", 4), Reg("i32", 5),                                   # 2 constants
-            Reg("i32", 0), Reg("ref", 0), Reg("i64", 0), Reg("i64", 1),     # direct binding
-            Reg("i32", 3), Reg("ref", 4), Reg("i64", 0), Reg("i64", 1)]     # table slot 1
+    p.call(b, "device.default", [], [ref(1)])
+    b.emit("const.ref.rodata", ref(2), fmt_text)
+    b.emit("const.ref.rodata", ref(3), exe_data)
+    b.emit("const.ref.null", ref(4))
+    p.call(b, "executable.create", [ref(1), ref(2), ref(3), ref(4)],
+           [ref(5)])
+    b.emit("const.i32", i32(0), 0)
+    b.emit("const.i32", i32(1), 2)
+    p.call(b, "command_buffer.create", [ref(1), i32(0), i32(0),
+                                        i32(1)], [ref(6)])
+    b.emit("const.i32", i32(2), 8)
+    b.emit("const.i32", i32(3), 1)
+    b.emit("const.i64", i64(0), 0)
+    b.emit("const.i32", i32(4), -1)
+    b.emit("const.i32", i32(5), 7)
+    b.emit("const.i64", i64(1), 16)
+    args = [ref(6), ref(5), i32(0), i32(2), i32(3),
+            i32(3), i64(0),
+            i32(4), i32(5),                                   # 2 constants
+            i32(0), ref(0), i64(0), i64(1),     # direct binding
+            i32(3), ref(4), i64(0), i64(1)]     # table slot 1
     p.call(b, "command_buffer.dispatch", args, [], sizes=[2, 2])
-    p.call(b, "command_buffer.finalize", [Reg("ref", 6)], [])
-    b.emit("return", [Reg("ref", 6)])
+    p.call(b, "command_buffer.finalize", [ref(6)], [])
+    b.emit("return", [ref(6)])
     p.w.add_export("main", p.w.add_function("main", "0r_r", b))
     return p.w.to_bytes()
 
@@ -260,8 +261,8 @@ def test_a_failed_fence_raises_runtime_failure():
 def test_wrong_ref_type_names_the_import_and_argument():
     p = Program("bad-ref")
     b = FunctionBuilder()
-    b.emit("const.ref.null", 0)
-    p.call(b, "buffer.length", [Reg("ref", 0)], [Reg("i64", 0)])
+    b.emit("const.ref.null", ref(0))
+    p.call(b, "buffer.length", [ref(0)], [i64(0)])
     b.emit("return", [])
     p.w.add_export("main", p.w.add_function("main", "0v_v", b))
     with pytest.raises(RuntimeFailure,
@@ -276,8 +277,8 @@ def test_cmp_type_ref_tells_the_hal_modules_ref_types_apart():
         p.w.add_type(name)
     b = FunctionBuilder()
     for i in range(len(names)):
-        b.emit("cmp.type.ref", i, 0, i)
-    b.emit("return", [Reg("i32", i) for i in range(len(names))])
+        b.emit("cmp.type.ref", i32(i), ref(0), i)
+    b.emit("return", [i32(i) for i in range(len(names))])
     p.w.add_export("main", p.w.add_function("main", "0r_iiii", b))
     ctx = vm_context(p.w.to_bytes(), device=FakeDevice())
     buffer = ctx.native_modules[0].device.allocator.allocate(16)

@@ -1,11 +1,19 @@
 """Building small programs for VM tests without the compiler."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from irtk.vm import Context, NativeModule, isa, load_module
 from irtk.vm.calling_convention import format_banks
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+
+# Registers spelled as the assembly spells them: `i32(3)` is `i32:3`, that is `Reg("i32", 3)`.
+i32 = partial(Reg, "i32")
+i64 = partial(Reg, "i64")
+f32 = partial(Reg, "f32")
+f64 = partial(Reg, "f64")
+ref = partial(Reg, "ref")
 
 
 def module_with(cc: str, body: Callable[[FunctionBuilder], None], name: str = "main",
@@ -36,10 +44,10 @@ def apply(op_name: str, *values: Any) -> Any:
     operands = []
     for kind in op.operands:
         if kind in isa.READ_KINDS:
-            operands.append(used[kind])
+            operands.append(Reg(kind, used[kind]))
             used[kind] += 1
         else:
-            operands.append(dst)
+            operands.append(Reg(write, dst))
     cc = format_banks(reads, [write])
 
     def body(b: FunctionBuilder) -> None:

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from irtk.errors import RuntimeFailure
-from irtk.vm.writer import Reg
-from tests.vm.helpers import apply, run
+from tests.vm.helpers import apply, f32, f64, i32, i64, run
 
 I32_MIN, I32_MAX = -2 ** 31, 2 ** 31 - 1
 I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -202,10 +201,10 @@ def test_select_picks_by_condition(bank, a, b):
 
 def test_constants_of_every_bank():
     def body(b):
-        b.emit("const.i32", 0, -5)
-        b.emit("const.i64", 0, 2 ** 40)
-        b.emit("const.f32", 0, 0.1)
-        b.emit("const.f64", 0, 0.1)
-        b.emit("return", [Reg("i32", 0), Reg("i64", 0), Reg("f32", 0), Reg("f64", 0)])
+        b.emit("const.i32", i32(0), -5)
+        b.emit("const.i64", i64(0), 2 ** 40)
+        b.emit("const.f32", f32(0), 0.1)
+        b.emit("const.f64", f64(0), 0.1)
+        b.emit("return", [i32(0), i64(0), f32(0), f64(0)])
     assert run("0v_iIfF", body) == [-5, 2 ** 40, struct.unpack("<f", struct.pack("<f", 0.1))[0],
                                     0.1]

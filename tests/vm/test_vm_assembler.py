@@ -13,7 +13,7 @@ from irtk.vm import isa, load_module
 from irtk.vm.assembler import assemble
 from irtk.vm.disassembler import disassemble_module
 from irtk.vm.writer import FunctionBuilder, ModuleWriter
-from tests.vm.helpers import run_asm
+from tests.vm.helpers import f32, f64, i32, run_asm
 from tests.vm.test_vm_fuzz import SAMPLE
 
 
@@ -73,17 +73,17 @@ def test_every_op_has_a_text_form_that_round_trips():
 @settings(max_examples=200, derandomize=True, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 64 - 1))
 def test_float_immediates_keep_their_exact_bits(bits32, bits64):
-    f32 = struct.unpack("<f", struct.pack("<I", bits32))[0]
-    f64 = struct.unpack("<d", struct.pack("<Q", bits64))[0]
+    single = struct.unpack("<f", struct.pack("<I", bits32))[0]
+    double = struct.unpack("<d", struct.pack("<Q", bits64))[0]
     w = ModuleWriter("floats")
     b = FunctionBuilder()
-    b.emit("const.f32", 0, f32)
-    b.emit("const.f64", 0, f64)
+    b.emit("const.f32", f32(0), single)
+    b.emit("const.f64", f64(0), double)
     b.emit("return", [])
     w.add_function("main", "0v_v", b)
     data = w.to_bytes()
     text = round_trips(data)
-    if math.isnan(f32):
+    if math.isnan(single):
         assert f"bits(0x{bits32:08X})" in text
 
 
@@ -130,7 +130,7 @@ def test_repeated_names_are_printed_as_ordinals_and_still_round_trip():
     w = ModuleWriter("dups")
     for value in (1, 2):
         b = FunctionBuilder()
-        b.emit("const.i32", 0, value)
+        b.emit("const.i32", i32(0), value)
         b.emit("return", [])
         w.add_export(f"f{value}", w.add_function("same", "0v_v", b))
     text = round_trips(w.to_bytes())

@@ -8,25 +8,25 @@ import pytest
 
 from irtk.errors import InputError, RuntimeFailure
 from irtk.vm import MAX_FRAMES, Context, VMBuffer, VMList, load_module
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
-from tests.vm.helpers import module_with, run
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
+from tests.vm.helpers import f32, f64, i32, i64, module_with, ref, run
 
 
 def sum_to_n(b: FunctionBuilder) -> None:
     """acc = 0; for i in 1..n: acc += i; return acc   (n in i32:0)"""
     loop, body, done = b.new_label(), b.new_label(), b.new_label()
-    b.emit("const.i32", 1, 0)
-    b.emit("const.i32", 2, 1)
-    b.emit("const.i32", 4, 1)
+    b.emit("const.i32", i32(1), 0)
+    b.emit("const.i32", i32(2), 1)
+    b.emit("const.i32", i32(4), 1)
     b.bind(loop)
-    b.emit("cmp.lte.s.i32", 3, 2, 0)
-    b.emit("cond_br", 3, body, done)
+    b.emit("cmp.lte.s.i32", i32(3), i32(2), i32(0))
+    b.emit("cond_br", i32(3), body, done)
     b.bind(body)
-    b.emit("add.i32", 1, 1, 2)
-    b.emit("add.i32", 2, 2, 4)
+    b.emit("add.i32", i32(1), i32(1), i32(2))
+    b.emit("add.i32", i32(2), i32(2), i32(4))
     b.emit("br", loop)
     b.bind(done)
-    b.emit("return", [Reg("i32", 1)])
+    b.emit("return", [i32(1)])
 
 
 @pytest.mark.parametrize("n, expected", [(0, 0), (1, 1), (10, 55), (1000, 500500)])
@@ -52,17 +52,17 @@ def two_function_module(callee_body, callee_cc: str, caller_body, caller_cc: str
 
 def test_internal_call_passes_arguments_per_bank_and_returns_results():
     def callee(b, _):   # (i32 a, f64 x, i32 b) -> (i32 a - b, f64 x * 2)
-        b.emit("sub.i32", 2, 0, 1)
-        b.emit("add.f64", 1, 0, 0)
-        b.emit("return", [Reg("i32", 2), Reg("f64", 1)])
+        b.emit("sub.i32", i32(2), i32(0), i32(1))
+        b.emit("add.f64", f64(1), f64(0), f64(0))
+        b.emit("return", [i32(2), f64(1)])
 
     def caller(b, callee_ordinal):
-        b.emit("const.i32", 0, 10)
-        b.emit("const.i32", 1, 3)
-        b.emit("const.f64", 0, 1.25)
-        b.emit("call", callee_ordinal, [Reg("i32", 0), Reg("f64", 0), Reg("i32", 1)],
-               [Reg("i32", 5), Reg("f64", 3)])
-        b.emit("return", [Reg("i32", 5), Reg("f64", 3)])
+        b.emit("const.i32", i32(0), 10)
+        b.emit("const.i32", i32(1), 3)
+        b.emit("const.f64", f64(0), 1.25)
+        b.emit("call", callee_ordinal, [i32(0), f64(0), i32(1)],
+               [i32(5), f64(3)])
+        b.emit("return", [i32(5), f64(3)])
     ctx = two_function_module(callee, "0iFi_iF", caller, "0v_iF")
     assert ctx.call("main") == [7, 2.5]
 
@@ -70,20 +70,20 @@ def test_internal_call_passes_arguments_per_bank_and_returns_results():
 def test_recursion_computes_factorial():
     def fact(b, self_ordinal):   # n <= 1 ? 1 : n * fact(n - 1)
         base, recurse = b.new_label(), b.new_label()
-        b.emit("const.i32", 1, 1)
-        b.emit("cmp.lte.s.i32", 2, 0, 1)
-        b.emit("cond_br", 2, base, recurse)
+        b.emit("const.i32", i32(1), 1)
+        b.emit("cmp.lte.s.i32", i32(2), i32(0), i32(1))
+        b.emit("cond_br", i32(2), base, recurse)
         b.bind(base)
-        b.emit("return", [Reg("i32", 1)])
+        b.emit("return", [i32(1)])
         b.bind(recurse)
-        b.emit("sub.i32", 3, 0, 1)
-        b.emit("call", self_ordinal, [Reg("i32", 3)], [Reg("i32", 4)])
-        b.emit("mul.i32", 4, 4, 0)
-        b.emit("return", [Reg("i32", 4)])
+        b.emit("sub.i32", i32(3), i32(0), i32(1))
+        b.emit("call", self_ordinal, [i32(3)], [i32(4)])
+        b.emit("mul.i32", i32(4), i32(4), i32(0))
+        b.emit("return", [i32(4)])
 
     def caller(b, callee):
-        b.emit("call", callee, [Reg("i32", 0)], [Reg("i32", 0)])
-        b.emit("return", [Reg("i32", 0)])
+        b.emit("call", callee, [i32(0)], [i32(0)])
+        b.emit("return", [i32(0)])
     ctx = two_function_module(fact, "0i_i", caller, "0i_i")
     assert ctx.call("main", [10]) == [3628800]
     assert ctx.call("main", [MAX_FRAMES - 1]) == [0]   # deep but within the limit
@@ -107,21 +107,21 @@ def globals_module(init_value: int) -> bytes:
     counter = w.add_global("i32")
     scale = w.add_global("f64")
     init = FunctionBuilder()
-    init.emit("const.i32", 0, init_value)
-    init.emit("global.store.i32", counter, 0)
-    init.emit("const.f64", 0, 0.5)
-    init.emit("global.store.f64", scale, 0)
+    init.emit("const.i32", i32(0), init_value)
+    init.emit("global.store.i32", counter, i32(0))
+    init.emit("const.f64", f64(0), 0.5)
+    init.emit("global.store.f64", scale, f64(0))
     init.emit("return", [])
     w.set_init_function(w.add_function("__init", "0v_v", init))
     bump = FunctionBuilder()   # counter += 1; return counter, counter * scale
-    bump.emit("global.load.i32", 0, counter)
-    bump.emit("const.i32", 1, 1)
-    bump.emit("add.i32", 0, 0, 1)
-    bump.emit("global.store.i32", counter, 0)
-    bump.emit("cast.si32.f64", 0, 0)
-    bump.emit("global.load.f64", 1, scale)
-    bump.emit("mul.f64", 0, 0, 1)
-    bump.emit("return", [Reg("i32", 0), Reg("f64", 0)])
+    bump.emit("global.load.i32", i32(0), counter)
+    bump.emit("const.i32", i32(1), 1)
+    bump.emit("add.i32", i32(0), i32(0), i32(1))
+    bump.emit("global.store.i32", counter, i32(0))
+    bump.emit("cast.si32.f64", f64(0), i32(0))
+    bump.emit("global.load.f64", f64(1), scale)
+    bump.emit("mul.f64", f64(0), f64(0), f64(1))
+    bump.emit("return", [i32(0), f64(0)])
     w.add_export("bump", w.add_function("bump", "0v_iF", bump))
     return w.to_bytes()
 
@@ -142,9 +142,9 @@ def test_each_context_has_its_own_globals():
 def fail_in_callee_module() -> bytes:
     w = ModuleWriter("failing")
     helper = FunctionBuilder()
-    helper.emit("const.i32", 0, 9)
+    helper.emit("const.i32", i32(0), 9)
     helper.location("model.mlir:7:3")
-    helper.emit("fail", 0, "no executable for this device")
+    helper.emit("fail", i32(0), "no executable for this device")
     callee = w.add_function("helper", "0v_v", helper)
     main = FunctionBuilder()
     main.emit("call", callee, [], [])
@@ -166,8 +166,8 @@ def test_fail_message_reaches_the_caller_with_function_and_location():
 def test_fail_in_init_fails_the_load():
     w = ModuleWriter("init-fails")
     init = FunctionBuilder()
-    init.emit("const.i32", 0, 1)
-    init.emit("fail", 0, "module has no executable for device 'fake'")
+    init.emit("const.i32", i32(0), 1)
+    init.emit("fail", i32(0), "module has no executable for device 'fake'")
     w.set_init_function(w.add_function("__init", "0v_v", init))
     with pytest.raises(RuntimeFailure, match="module has no executable for device 'fake'"):
         Context(load_module(w.to_bytes()))
@@ -175,27 +175,27 @@ def test_fail_in_init_fails_the_load():
 
 def test_lists_hold_values_of_every_bank():
     def body(b):
-        b.emit("const.i32", 0, 2)
-        b.emit("list.alloc", 0, 0)
-        b.emit("const.i32", 1, 4)
-        b.emit("list.resize", 0, 1)
-        b.emit("const.i32", 2, 0)
-        b.emit("const.i32", 3, -7)
-        b.emit("list.set.i32", 0, 2, 3)
-        b.emit("const.i32", 2, 1)
-        b.emit("const.f64", 0, 2.5)
-        b.emit("list.set.f64", 0, 2, 0)
-        b.emit("const.i32", 2, 2)
-        b.emit("list.set.ref", 0, 2, 0)          # the list holds itself
-        b.emit("const.i32", 2, 0)
-        b.emit("list.get.i32", 4, 0, 2)
-        b.emit("const.i32", 2, 1)
-        b.emit("list.get.f64", 1, 0, 2)
-        b.emit("const.i32", 2, 3)
-        b.emit("list.get.i64", 0, 0, 2)          # unset: reads as zero
-        b.emit("list.size", 5, 0)
-        b.emit("return", [Reg("i32", 4), Reg("f64", 1), Reg("i64", 0), Reg("i32", 5),
-                          Reg("ref", 0)])
+        b.emit("const.i32", i32(0), 2)
+        b.emit("list.alloc", ref(0), i32(0))
+        b.emit("const.i32", i32(1), 4)
+        b.emit("list.resize", ref(0), i32(1))
+        b.emit("const.i32", i32(2), 0)
+        b.emit("const.i32", i32(3), -7)
+        b.emit("list.set.i32", ref(0), i32(2), i32(3))
+        b.emit("const.i32", i32(2), 1)
+        b.emit("const.f64", f64(0), 2.5)
+        b.emit("list.set.f64", ref(0), i32(2), f64(0))
+        b.emit("const.i32", i32(2), 2)
+        b.emit("list.set.ref", ref(0), i32(2), ref(0))          # the list holds itself
+        b.emit("const.i32", i32(2), 0)
+        b.emit("list.get.i32", i32(4), ref(0), i32(2))
+        b.emit("const.i32", i32(2), 1)
+        b.emit("list.get.f64", f64(1), ref(0), i32(2))
+        b.emit("const.i32", i32(2), 3)
+        b.emit("list.get.i64", i64(0), ref(0), i32(2))          # unset: reads as zero
+        b.emit("list.size", i32(5), ref(0))
+        b.emit("return", [i32(4), f64(1), i64(0), i32(5),
+                          ref(0)])
     values = run("0v_iFIir", body)
     assert values[:4] == [-7, 2.5, 0, 4]
     assert isinstance(values[4], VMList) and values[4].items[2] is values[4]
@@ -203,10 +203,10 @@ def test_lists_hold_values_of_every_bank():
 
 def test_list_index_out_of_range_is_a_runtime_failure():
     def body(b):
-        b.emit("const.i32", 0, 0)
-        b.emit("list.alloc", 0, 0)
-        b.emit("const.i32", 1, 3)
-        b.emit("list.get.i32", 2, 0, 1)
+        b.emit("const.i32", i32(0), 0)
+        b.emit("list.alloc", ref(0), i32(0))
+        b.emit("const.i32", i32(1), 3)
+        b.emit("list.get.i32", i32(2), ref(0), i32(1))
         b.emit("return", [])
     with pytest.raises(RuntimeFailure, match=r"at offset \d+: list index 3 out of range"):
         run("0v_v", body)
@@ -217,19 +217,19 @@ def test_buffers_store_load_copy_and_rodata_is_read_only():
         w.add_rodata("greeting", "text/plain", b"hello, world")
 
     def body(b):
-        b.emit("const.i64", 0, 16)
-        b.emit("buffer.alloc", 0, 0)
-        b.emit("const.i64", 1, 4)
-        b.emit("const.f32", 0, 1.5)
-        b.emit("buffer.store.f32", 0, 1, 0)
-        b.emit("buffer.load.i32", 0, 0, 1)
-        b.emit("const.ref.rodata", 1, 0)
-        b.emit("const.i64", 2, 0)
-        b.emit("const.i64", 3, 8)
-        b.emit("const.i64", 4, 5)
-        b.emit("buffer.copy", 1, 2, 0, 3, 4)     # "hello" -> bytes 8..13
-        b.emit("buffer.length", 5, 1)
-        b.emit("return", [Reg("i32", 0), Reg("i64", 5), Reg("ref", 0), Reg("ref", 1)])
+        b.emit("const.i64", i64(0), 16)
+        b.emit("buffer.alloc", ref(0), i64(0))
+        b.emit("const.i64", i64(1), 4)
+        b.emit("const.f32", f32(0), 1.5)
+        b.emit("buffer.store.f32", ref(0), i64(1), f32(0))
+        b.emit("buffer.load.i32", i32(0), ref(0), i64(1))
+        b.emit("const.ref.rodata", ref(1), 0)
+        b.emit("const.i64", i64(2), 0)
+        b.emit("const.i64", i64(3), 8)
+        b.emit("const.i64", i64(4), 5)
+        b.emit("buffer.copy", ref(1), i64(2), ref(0), i64(3), i64(4))     # "hello" -> bytes 8..13
+        b.emit("buffer.length", i64(5), ref(1))
+        b.emit("return", [i32(0), i64(5), ref(0), ref(1)])
     ctx = Context(load_module(module_with("0v_iIrr", body, setup=setup)))
     bits, length, buf, rodata = ctx.call("main")
     assert bits == 0x3FC00000 and length == 12
@@ -243,10 +243,10 @@ def test_storing_into_rodata_fails():
         w.add_rodata("data", "application/octet-stream", b"\0" * 8)
 
     def body(b):
-        b.emit("const.ref.rodata", 0, 0)
-        b.emit("const.i64", 0, 0)
-        b.emit("const.i32", 0, 1)
-        b.emit("buffer.store.i32", 0, 0, 0)
+        b.emit("const.ref.rodata", ref(0), 0)
+        b.emit("const.i64", i64(0), 0)
+        b.emit("const.i32", i32(0), 1)
+        b.emit("buffer.store.i32", ref(0), i64(0), i32(0))
         b.emit("return", [])
     ctx = Context(load_module(module_with("0v_v", body, setup=setup)))
     with pytest.raises(RuntimeFailure, match="buffer is read-only"):
@@ -255,14 +255,14 @@ def test_storing_into_rodata_fails():
 
 def test_null_ref_compares_and_select():
     def body(b):
-        b.emit("const.ref.null", 0)
-        b.emit("cmp.nz.ref", 0, 0)
-        b.emit("const.i64", 0, 1)
-        b.emit("buffer.alloc", 1, 0)
-        b.emit("cmp.nz.ref", 1, 1)
-        b.emit("cmp.eq.ref", 2, 1, 1)
-        b.emit("select.ref", 2, 0, 1, 0)          # cond 0 -> picks the null
-        b.emit("return", [Reg("i32", 0), Reg("i32", 1), Reg("i32", 2), Reg("ref", 2)])
+        b.emit("const.ref.null", ref(0))
+        b.emit("cmp.nz.ref", i32(0), ref(0))
+        b.emit("const.i64", i64(0), 1)
+        b.emit("buffer.alloc", ref(1), i64(0))
+        b.emit("cmp.nz.ref", i32(1), ref(1))
+        b.emit("cmp.eq.ref", i32(2), ref(1), ref(1))
+        b.emit("select.ref", ref(2), i32(0), ref(1), ref(0))          # cond 0 -> picks the null
+        b.emit("return", [i32(0), i32(1), i32(2), ref(2)])
     assert run("0v_iiir", body) == [0, 1, 1, None]
 
 
@@ -270,25 +270,25 @@ def test_registers_do_not_keep_refs_alive_after_return():
     class Payload:
         pass
     payload = Payload()
-    ref = weakref.ref(payload)
+    alive = weakref.ref(payload)
 
     def body(b):
-        b.emit("mov.ref", 1, 0)
-        b.emit("mov.ref", 2, 1)
+        b.emit("mov.ref", ref(1), ref(0))
+        b.emit("mov.ref", ref(2), ref(1))
         b.emit("return", [])
     ctx = Context(load_module(module_with("0r_v", body)))
     ctx.call("main", [payload])
     del payload
     gc.collect()
-    assert ref() is None
+    assert alive() is None
 
 
 def test_discard_refs_drops_a_register_early():
     def body(b):
-        b.emit("mov.ref", 1, 0)
-        b.emit("discard.refs", [Reg("ref", 0), Reg("ref", 1)])
-        b.emit("cmp.nz.ref", 0, 1)
-        b.emit("return", [Reg("i32", 0)])
+        b.emit("mov.ref", ref(1), ref(0))
+        b.emit("discard.refs", [ref(0), ref(1)])
+        b.emit("cmp.nz.ref", i32(0), ref(1))
+        b.emit("return", [i32(0)])
     assert run("0r_i", body, [object()]) == [0]
 
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from irtk.vm.disassembler import disassemble_module
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
+from tests.vm.helpers import f32, i32, i64, ref
 
 
 def sample() -> bytes:
@@ -14,15 +15,15 @@ def sample() -> bytes:
     g = w.add_global("f32")
     b = FunctionBuilder()
     done = b.new_label()
-    b.emit("global.load.f32", 0, g)
+    b.emit("global.load.f32", f32(0), g)
     b.location("demo.mlir:3:9")
-    b.emit("call.import", length, [Reg("ref", 0)], [Reg("i64", 0)])
-    b.emit("call.import.variadic", wait, [1], [Reg("i32", 0), Reg("ref", 0)], [Reg("i32", 1)])
-    b.emit("const.ref.rodata", 1, 0)
-    b.emit("cmp.type.ref", 1, 1, 0)
-    b.emit("cond_br", 1, done, done)
+    b.emit("call.import", length, [ref(0)], [i64(0)])
+    b.emit("call.import.variadic", wait, [1], [i32(0), ref(0)], [i32(1)])
+    b.emit("const.ref.rodata", ref(1), 0)
+    b.emit("cmp.type.ref", i32(1), ref(1), 0)
+    b.emit("cond_br", i32(1), done, done)
     b.bind(done)
-    b.emit("fail", 1, 'say "hi"')
+    b.emit("fail", i32(1), 'say "hi"')
     w.add_export("main", w.add_function("main", "0ri_v", b), {"abi.args": "4xf32;i32"})
     return w.to_bytes()
 

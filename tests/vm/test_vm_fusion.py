@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from irtk.vm import Context, isa, load_module
 from irtk.vm.fusion import TEMPLATES
 from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from tests.vm.helpers import i32
 
 COUNTS = {"i32": 6, "i64": 4, "f32": 4, "f64": 4, "ref": 0}
 CC = "0" + "i" * 6 + "I" * 4 + "f" * 4 + "F" * 4
@@ -41,7 +42,7 @@ def instruction(draw):
     for kind in op.operands:
         bank = kind.rstrip(">")
         if bank in COUNTS:
-            operands.append(draw(st.integers(0, COUNTS[bank] - 1)))
+            operands.append(Reg(bank, draw(st.integers(0, COUNTS[bank] - 1))))
         elif kind == "imm_i32":
             operands.append(draw(ints32))
         elif kind == "imm_i64":
@@ -59,7 +60,7 @@ def build(blocks) -> bytes:
     to_b, to_c = fb.new_label(), fb.new_label()
     for name, operands in a:
         fb.emit(name, *operands)
-    fb.emit("cond_br", 0, to_b, to_c)
+    fb.emit("cond_br", i32(0), to_b, to_c)
     fb.bind(to_b)
     for name, operands in b:
         fb.emit(name, *operands)
@@ -98,10 +99,10 @@ def test_fused_and_unfused_execution_agree(blocks, i32s, i64s, f32s, f64s):
 
 def test_fusion_is_used_for_straight_line_code():
     fb = FunctionBuilder()
-    fb.emit("const.i32", 1, 3)
-    fb.emit("add.i32", 0, 0, 1)
-    fb.emit("mul.i32", 0, 0, 1)
-    fb.emit("return", [Reg("i32", 0)])
+    fb.emit("const.i32", i32(1), 3)
+    fb.emit("add.i32", i32(0), i32(0), i32(1))
+    fb.emit("mul.i32", i32(0), i32(0), i32(1))
+    fb.emit("return", [i32(0)])
     w = ModuleWriter("m")
     w.add_export("main", w.add_function("main", "0i_i", fb))
     ctx = Context(load_module(w.to_bytes()))

@@ -6,7 +6,8 @@ import pytest
 from irtk.errors import RuntimeFailure, VerificationError
 from irtk.vm import Context, NativeFunction, NativeModule, RefType, VMBuffer, load_module
 from irtk.vm.ref_types import REGISTRY, ref_type_name
-from irtk.vm.writer import FunctionBuilder, ModuleWriter, Reg
+from irtk.vm.writer import FunctionBuilder, ModuleWriter
+from tests.vm.helpers import f32, f64, i32, i64, ref
 
 
 class MathModule(NativeModule):
@@ -56,9 +57,9 @@ def build(body, imports: list[tuple[str, str]], cc: str, setup=None) -> bytes:
 
 def test_import_call_passes_and_returns_values():
     def body(b, imp):
-        b.emit("call.import", imp[0], [Reg("i64", 0), Reg("i64", 1)],
-               [Reg("i64", 2), Reg("i64", 3)])
-        b.emit("return", [Reg("i64", 2), Reg("i64", 3)])
+        b.emit("call.import", imp[0], [i64(0), i64(1)],
+               [i64(2), i64(3)])
+        b.emit("return", [i64(2), i64(3)])
     native = MathModule()
     ctx = Context(load_module(build(body, [("math.divmod", "0II_II")], "0II_II")), [native])
     assert ctx.call("main", [17, 5]) == [3, 2]
@@ -67,12 +68,12 @@ def test_import_call_passes_and_returns_values():
 
 def test_variadic_import_gets_each_segment_as_a_list():
     def body(b, imp):
-        b.emit("const.f32", 0, 0.5)
+        b.emit("const.f32", f32(0), 0.5)
         for i in range(3):
-            b.emit("const.i32", i, i + 1)
+            b.emit("const.i32", i32(i), i + 1)
         b.emit("call.import.variadic", imp[0], [3],
-               [Reg("f32", 0), Reg("i32", 0), Reg("i32", 1), Reg("i32", 2)], [Reg("f32", 1)])
-        b.emit("return", [Reg("f32", 1)])
+               [f32(0), i32(0), i32(1), i32(2)], [f32(1)])
+        b.emit("return", [f32(1)])
     native = MathModule()
     ctx = Context(load_module(build(body, [("math.scale", "0fCiD_f")], "0v_f")), [native])
     assert ctx.call("main") == [3.0]
@@ -81,13 +82,13 @@ def test_variadic_import_gets_each_segment_as_a_list():
 
 def test_variadic_segments_of_tuples_and_empty_segments():
     def body(b, imp):
-        b.emit("const.i32", 0, 2)
-        b.emit("const.f64", 0, 1.5)
-        b.emit("const.i32", 1, 4)
-        b.emit("const.f64", 1, 0.25)
+        b.emit("const.i32", i32(0), 2)
+        b.emit("const.f64", f64(0), 1.5)
+        b.emit("const.i32", i32(1), 4)
+        b.emit("const.f64", f64(1), 0.25)
         b.emit("call.import.variadic", imp[0], [2, 0],
-               [Reg("i32", 0), Reg("f64", 0), Reg("i32", 1), Reg("f64", 1)], [Reg("f64", 2)])
-        b.emit("return", [Reg("f64", 2)])
+               [i32(0), f64(0), i32(1), f64(1)], [f64(2)])
+        b.emit("return", [f64(2)])
     native = MathModule()
     ctx = Context(load_module(build(body, [("math.weighted", "0CiFDCrD_F")], "0v_F")), [native])
     assert ctx.call("main") == [4.0]
@@ -99,9 +100,9 @@ def test_strings_reach_native_code_as_rodata_buffers():
         w.add_rodata("name", "text/plain", "héllo".encode())
 
     def body(b, imp):
-        b.emit("const.ref.rodata", 0, 0)
-        b.emit("call.import", imp[0], [Reg("ref", 0)], [Reg("i32", 0)])
-        b.emit("return", [Reg("i32", 0)])
+        b.emit("const.ref.rodata", ref(0), 0)
+        b.emit("call.import", imp[0], [ref(0)], [i32(0)])
+        b.emit("return", [i32(0)])
     ctx = Context(load_module(build(body, [("math.label", "0r_i")], "0v_i", setup)),
                   [MathModule()])
     assert ctx.call("main") == [5]
@@ -194,11 +195,11 @@ def test_a_native_modules_own_ref_type_works_end_to_end():
         w.add_type("!tokens.token")
 
     def body(b, imp):
-        b.emit("call.import", imp[0], [Reg("i32", 0)], [Reg("ref", 0)])
-        b.emit("cmp.type.ref", 1, 0, 1)     # a token is a !tokens.token ...
-        b.emit("cmp.type.ref", 2, 0, 0)     # ... and not a !vm.buffer
-        b.emit("call.import", imp[1], [Reg("ref", 0)], [Reg("i32", 3)])
-        b.emit("return", [Reg("ref", 0), Reg("i32", 1), Reg("i32", 2), Reg("i32", 3)])
+        b.emit("call.import", imp[0], [i32(0)], [ref(0)])
+        b.emit("cmp.type.ref", i32(1), ref(0), 1)     # a token is a !tokens.token ...
+        b.emit("cmp.type.ref", i32(2), ref(0), 0)     # ... and not a !vm.buffer
+        b.emit("call.import", imp[1], [ref(0)], [i32(3)])
+        b.emit("return", [ref(0), i32(1), i32(2), i32(3)])
     module = load_module(build(body, [("tokens.make", "0i_r"), ("tokens.value", "0r_i")],
                                "0i_riii", setup))
     token, is_token, is_buffer, value = Context(module, [TokenModule()]).call("main", [42])
