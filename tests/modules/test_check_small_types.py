@@ -108,7 +108,7 @@ def test_expect_almost_eq_compares_decoded_values(device, et, rng):
     assert check.take_failures() == []
     check.expect_almost_eq(device, view(device, et, lhs), view(device, et, rhs), step / 2, 0.0)
     (message,) = check.take_failures()
-    assert f"The first failure occurs at index 4 as the lhs value" in message
+    assert "The first failure occurs at index 4 as the lhs value" in message
     assert f"10x{et.name}=" in message
 
 
