@@ -43,8 +43,8 @@ from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
 from .emitter import Emitter
 from .interface import fits_one_view
 from .executable import SpirvKernel, validate
-from .op_table import class_op
-from .scalar_ops import OpCall, emit_op
+from .op_table import register_op
+from .typed_ops import emit_typed
 
 MAX_WORKGROUP_COUNT = 65535          # per grid dimension, the Vulkan minimum limit
 DEFAULT_WORKGROUP_SIZE = 128
@@ -179,7 +179,7 @@ def accepts(kernel: Kernel) -> bool:
     for op in kernel.ops:
         if op.name in ("kernel.param", "tensor.extract"):
             return False
-        if class_op(op.name, [types[v] for v in op.operands], op.result_type) is None:
+        if register_op(op.name, [types[v] for v in op.operands], op.result_type) is None:
             return False
         types.append(op.result_type)
     return True
@@ -450,9 +450,11 @@ class _Iteration:
         types = [o.element_type for o in self.gen.operands]
         values = list(values)
         for op in self.kernel.ops:
-            call = OpCall(op, [values[v] for v in op.operands], [types[v] for v in op.operands],
-                          self.loop_index)
-            values.append(emit_op(self.e, call))
+            if op.name == "linalg.index":
+                values.append(self.loop_index(op.int_value))
+            else:
+                values.append(emit_typed(self.e, op, [values[v] for v in op.operands],
+                                         [types[v] for v in op.operands]))
             types.append(op.result_type)
         return values
 

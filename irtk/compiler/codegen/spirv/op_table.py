@@ -65,6 +65,25 @@ def class_signatures(*signatures: Signature) -> Claim:
     return claim
 
 
+def register_op(name: str, types: list[str] | tuple[str, ...], result: str) -> SpirvOp | None:
+    """An implementation of `name` on values that are register classes themselves, computing
+    nothing wider: a "class" emitter, or a constant, select or conversion among f32, i32 and
+    i1 (what a kernel of f32/i32 buffers computes without width-aware code)."""
+    if any(t not in SCALAR_TYPES or register_class(t) != t for t in (*types, result)):
+        return None
+    for impl in SPIRV_OPS.candidates(name, tuple(types), result):
+        if impl.form == "class" or (impl.form == "typed" and name in _REGISTER_TYPED):
+            return impl
+    return None
+
+
+# The typed implementations a kernel on 32-bit registers uses as they are.
+_REGISTER_TYPED = frozenset((
+    "arith.constant", "arith.select", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+    "arith.fptoui", "arith.extui", "arith.extsi", "arith.trunci", "arith.bitcast",
+    "arith.index_cast", "arith.index_castui"))
+
+
 def class_op(name: str, types: list[str] | tuple[str, ...], result: str) -> SpirvOp | None:
     """The "class" implementation of `name` on values that are register classes themselves
     (f32, i32, i1: not a narrower type held in one), if there is one."""

@@ -26,9 +26,6 @@ from .emitter import Emitter
 from .op_table import SPIRV_OPS, SpirvOp, class_op, class_signatures
 
 INT_MIN = -(1 << 31)
-INT_MAX = (1 << 31) - 1
-_TWO_POW_31 = 2147483648.0
-_TWO_POW_32 = 4294967296.0
 # tanh(x) rounds to +-1 in f32 for |x| > 9.01; clamping keeps exp-based driver code finite.
 _TANH_CLAMP = 10.0
 
@@ -83,13 +80,6 @@ _II_I_BOOL = ("i32,i32->i32", "i1,i1->i1")
 
 
 # --- constants and indices ---------------------------------------------------------------------
-
-@_op("arith.constant", sigs=("->f32", "->i32", "->i1"))
-def _constant(e: Emitter, c: OpCall) -> int:
-    if c.result_type == "f32":
-        return e.f32c(c.op.float_value)
-    return e.const(c.result_type, c.op.int_value)
-
 
 @_op("linalg.index", sigs=("->i32",))
 def _index(e: Emitter, c: OpCall) -> int:
@@ -300,84 +290,6 @@ def _cmpf(e: Emitter, c: OpCall) -> int:
     if unordered:
         return e.or_(e.not_(ordered), compare)
     return e.and_(ordered, compare)
-
-
-@_op("arith.select", sigs=("i1,f32,f32->f32", "i1,i32,i32->i32", "i1,i1,i1->i1"))
-def _select(e: Emitter, c: OpCall) -> int:
-    return e.select(e.scalar_type(c.result_type), *c.args)
-
-
-# --- conversions -------------------------------------------------------------------------------
-
-@_op("arith.sitofp", sigs=("i32->f32", "i1->f32"))
-def _sitofp(e: Emitter, c: OpCall) -> int:
-    if c.types[0] == "i1":
-        return e.select(e.f32, c.args[0], e.f32c(-1.0), e.f32c(0.0))
-    return e.op(SpvOp.ConvertSToF, e.f32, c.args[0])
-
-
-@_op("arith.uitofp", sigs=("i32->f32", "i1->f32"))
-def _uitofp(e: Emitter, c: OpCall) -> int:
-    if c.types[0] == "i1":
-        return e.select(e.f32, c.args[0], e.f32c(1.0), e.f32c(0.0))
-    return e.op(SpvOp.ConvertUToF, e.f32, e.op(SpvOp.Bitcast, e.u32, c.args[0]))
-
-
-@_op("arith.fptosi", sigs=("f32->i32",))
-def _fptosi(e: Emitter, c: OpCall) -> int:
-    """Saturating: values beyond the i32 range clamp to INT_MIN / INT_MAX, NaN gives 0."""
-    x = c.args[0]
-    too_big = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, e.f32c(_TWO_POW_31))
-    too_small = e.op(SpvOp.FOrdLessThan, e.bool, x, e.f32c(-_TWO_POW_31))
-    nan = e.is_nan(x)
-    too_big, too_small = e.and_(too_big, e.not_(nan)), e.and_(too_small, e.not_(nan))
-    in_range = e.not_(e.or_(too_big, too_small, nan))
-    converted = e.op(SpvOp.ConvertFToS, e.i32, e.select(e.f32, in_range, x, e.f32c(0.0)))
-    return e.select(e.i32, too_big, e.i32c(INT_MAX),
-                    e.select(e.i32, too_small, e.i32c(INT_MIN), converted))
-
-
-@_op("arith.fptoui", sigs=("f32->i32",))
-def _fptoui(e: Emitter, c: OpCall) -> int:
-    """Saturating to [0, 2**32 - 1]; NaN gives 0."""
-    x = c.args[0]
-    nan = e.is_nan(x)
-    too_big = e.and_(e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, e.f32c(_TWO_POW_32)),
-                     e.not_(nan))
-    # Negative values (which truncate to 0 or are out of range) and NaN give 0.
-    in_range = e.and_(e.op(SpvOp.FOrdGreaterThan, e.bool, x, e.f32c(0.0)), e.not_(too_big),
-                      e.not_(nan))
-    converted = e.op(SpvOp.ConvertFToU, e.u32, e.select(e.f32, in_range, x, e.f32c(0.0)))
-    saturated = e.select(e.u32, too_big, e.u32c(0xFFFFFFFF), converted)
-    return e.op(SpvOp.Bitcast, e.i32, saturated)
-
-
-@_op("arith.extui", sigs=("i1->i32",))
-def _extui(e: Emitter, c: OpCall) -> int:
-    return _as_i32(e, c.args[0], "i1", signed=False)
-
-
-@_op("arith.extsi", sigs=("i1->i32",))
-def _extsi(e: Emitter, c: OpCall) -> int:
-    return _as_i32(e, c.args[0], "i1", signed=True)
-
-
-@_op("arith.trunci", sigs=("i32->i1",))
-def _trunci(e: Emitter, c: OpCall) -> int:
-    low_bit = e.op(SpvOp.BitwiseAnd, e.i32, c.args[0], e.i32c(1))
-    return e.op(SpvOp.INotEqual, e.bool, low_bit, e.i32c(0))
-
-
-@_op("arith.bitcast", sigs=("f32->i32", "i32->f32", "f32->f32", "i32->i32", "i1->i1"))
-def _bitcast(e: Emitter, c: OpCall) -> int:
-    if c.types[0] == c.result_type:
-        return c.args[0]
-    return e.op(SpvOp.Bitcast, e.scalar_type(c.result_type), c.args[0])
-
-
-@_op("arith.index_cast", "arith.index_castui", sigs=("i32->i32",))
-def _index_cast(e: Emitter, c: OpCall) -> int:
-    return c.args[0]  # index is 32-bit in kernels
 
 
 # --- math --------------------------------------------------------------------------------------

@@ -282,6 +282,8 @@ def _float_to_int(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
     # hi + 1 is a power of two, exact in every float type; values >= it saturate.
     too_big = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, x, fc(float(hi + 1)))
     too_small = e.op(SpvOp.FOrdLessThan, e.bool, x, fc(float(lo)))
+    # A driver may fold a compare with a NaN operand to true: a NaN is never out of range.
+    too_big, too_small = e.and_(too_big, e.not_(nan)), e.and_(too_small, e.not_(nan))
     in_range = e.not_(e.or_(too_big, too_small, nan))
     safe = e.select(ftype, in_range, x, fc(0.0))
     if dst == "i1":
@@ -313,6 +315,8 @@ def _bitcast(e: Emitter, op: Op, x: int, src: str, dst: str) -> int:
     if register_class(src) in ("i64", "f64") or register_class(dst) in ("i64", "f64"):
         if e.emulate_i64:
             raise CompileError(f"vulkan-spirv: bitcast {src} -> {dst} needs shaderInt64")
+        return e.op(SpvOp.Bitcast, e.scalar_type(dst), x)
+    if src == "f32" or dst == "f32":       # f32 <-> a 32-bit integer: the register's bits
         return e.op(SpvOp.Bitcast, e.scalar_type(dst), x)
     if is_float(src) and is_float(dst):
         return float_from_bits(e, float_bits(e, x, src), dst)
