@@ -91,6 +91,12 @@ class AffineMap:
         """`row_loop` of every row, in order."""
         return tuple(self.row_loop(r) for r in range(len(self.rows)))
 
+    def loop_per_row(self) -> tuple[int, ...] | None:
+        """`row_loop` of every row when each row is exactly one loop index; None when some row
+        is anything else."""
+        loops = tuple(j for j in self.row_loops() if j is not None)
+        return loops if len(loops) == len(self.rows) else None
+
     def is_permutation_or_projection(self) -> bool:
         """Each result is one loop index (coefficient 1) or a constant 0 (a broadcast dim)."""
         return all(self.row_loop(r) is not None or not any(row)

@@ -67,6 +67,14 @@ class TensorType:
     def dynamic_dims(self) -> tuple[int, ...]:
         return tuple(i for i, d in enumerate(self.shape) if d is None)
 
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape of a static type (`is_static`); ValueError for a dynamic one."""
+        dims = tuple(d for d in self.shape if d is not None)
+        if len(dims) != len(self.shape):
+            raise ValueError(f"{self.spelling()} is not static")
+        return dims
+
     def spelling(self) -> str:
         dims = ["?" if d is None else str(d) for d in self.shape]
         return "tensor<" + "x".join(dims + [self.element_type]) + ">"
