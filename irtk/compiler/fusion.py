@@ -48,8 +48,8 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
             if uses.get(inp.value.id, 0) != reads:
                 continue
             # Every read of the value goes through a map (none is a gather).
-            targets = [(i, i.map) for i in c.inputs if i.value is inp.value
-                       if i.map is not None]
+            targets = [(i, i.map) for i in c.inputs
+                       if i.value is inp.value and i.map is not None]
             if len(targets) != reads:
                 continue
             if not _keeps_dynamic_extents(c, inp.value, p, inverse, targets):
