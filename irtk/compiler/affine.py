@@ -27,19 +27,18 @@ def compose(outer: AffineMap, inner: AffineMap) -> AffineMap:
 def permutation_inverse(m: AffineMap) -> AffineMap | None:
     """The inverse of a permutation map (square, one coefficient 1 per row and column)."""
     n = m.num_dims
-    perm = m.row_loops()
-    if len(perm) != n or None in perm or sorted(perm) != list(range(n)):  # type: ignore[type-var]
+    perm = m.loop_per_row()
+    if perm is None or sorted(perm) != list(range(n)):
         return None
-    rows = [None] * n
-    for r, j in enumerate(perm):
-        rows[j] = tuple(1 if t == r else 0 for t in range(n + 1))
-    return AffineMap(n, tuple(rows))  # type: ignore[arg-type]
+    row_of = {j: r for r, j in enumerate(perm)}   # loop j is index row_of[j] of the operand
+    return AffineMap(n, tuple(tuple(1 if t == row_of[j] else 0 for t in range(n + 1))
+                              for j in range(n)))
 
 
 def scatter_inverse(out_map: AffineMap, parallel: tuple[int, ...]) -> AffineMap | None:
     """For an output map that is a permutation of the parallel loops: the map from the loop
     nest's points to the output's index space (the map itself, when it is such a bijection)."""
-    used = out_map.row_loops()
-    if None in used or sorted(used) != sorted(parallel):  # type: ignore[type-var]
+    used = out_map.loop_per_row()
+    if used is None or sorted(used) != sorted(parallel):
         return None
     return out_map

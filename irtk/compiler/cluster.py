@@ -22,10 +22,17 @@ class Node:
     name: str
     args: list["Node"]
     type: str
-    ref: object = None
+    ref: Input | Output | tir.Value | None = None
     predicate: str = ""
     int_value: int = 0
     float_value: float = 0.0
+
+    @property
+    def param_value(self) -> tir.Value:
+        """The host value a kernel.param node reads."""
+        if not isinstance(self.ref, tir.Value):
+            raise ValueError(f"a {self.name} node reads no host value")
+        return self.ref
 
 
 @dataclass(eq=False)
@@ -39,8 +46,16 @@ class Output:
     init: tir.Value
     map: AffineMap
     result: tir.Value
+    # None only while from_generic builds the body, whose "output" nodes refer to this.
     yields: Node | None = None
-    fill: object = None
+    fill: float | int | None = None   # a value the host fills the output buffer with first
+
+    @property
+    def yielded(self) -> Node:
+        """The node this output yields."""
+        if self.yields is None:
+            raise ValueError("an output whose body is not built yet")
+        return self.yields
 
 
 @dataclass(eq=False)
@@ -124,11 +139,11 @@ def from_generic(op: tir.Op) -> Cluster:
         for j, size in direct_extents(value, m):
             if size is not None:
                 c.static_ranges[j] = size
-    values: list[Node] = [Node("input", [], v.value.type.element_type, ref=v) for v in ins]
-    values += [Node("output", [], o.init.type.element_type, ref=o) for o in outs]
+    values = [Node("input", [], v.value.tensor_type.element_type, ref=v) for v in ins]
+    values += [Node("output", [], o.init.tensor_type.element_type, ref=o) for o in outs]
     for kop in op.attrs["ops"]:
         args = [values[a] for a in kop.operands]
-        ref: object = None
+        ref: tir.Value | Input | None = None
         if kop.name == "kernel.param":
             ref = captures[kop.int_value]
         elif kop.name == "tensor.extract":
@@ -145,8 +160,8 @@ def direct_extents(value: tir.Value, m: AffineMap | None) -> list[tuple[int, int
     directly (map row exactly d_j)."""
     if m is None:
         return []
-    return [(j, value.type.shape[r])  # type: ignore[union-attr]
-            for r, j in enumerate(m.row_loops()) if j is not None]
+    shape = value.tensor_type.shape
+    return [(j, shape[r]) for r, j in enumerate(m.row_loops()) if j is not None]
 
 
 def clone(node: Node, memo: dict[int, Node], inputs: dict[int, Input], to_new: AffineMap,

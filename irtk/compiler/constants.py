@@ -21,22 +21,22 @@ from irtk.compiler.cluster import Cluster, Node
 from irtk.types import SCALAR_TYPES
 
 
-def fill_pattern(element_type: str, value: object) -> tuple[int, int] | None:
+def fill_pattern(element_type: str, value: float | int) -> tuple[int, int] | None:
     """(pattern, pattern length in bytes) that fills a buffer of `element_type` with `value`;
     None when no pattern of at most 4 bytes does (wide values with unequal halves)."""
     bits = SCALAR_TYPES[element_type].storage_bits
     if element_type in ("f32",):
-        raw = struct.unpack("<I", struct.pack("<f", float(value)))[0]  # type: ignore[arg-type]
+        raw = struct.unpack("<I", struct.pack("<f", float(value)))[0]
     elif element_type == "f16":
         raw = int(np.array(value, np.float16).view(np.uint16))
     elif element_type == "bf16":
         raw = int(np.array(value, np.float32).view(np.uint32)) >> 16
     elif element_type == "f64":
-        raw = struct.unpack("<Q", struct.pack("<d", float(value)))[0]  # type: ignore[arg-type]
+        raw = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
     elif SCALAR_TYPES[element_type].is_int:
-        raw = int(value) & ((1 << max(bits, 8)) - 1)  # type: ignore[call-overload]
+        raw = int(value) & ((1 << max(bits, 8)) - 1)
         if element_type == "i1":
-            raw = 1 if int(value) else 0  # type: ignore[call-overload]
+            raw = 1 if int(value) else 0
         elif bits < 8:   # packed: the code repeated across the byte
             code = raw & ((1 << bits) - 1)
             raw = sum(code << (j * bits) for j in range(8 // bits))
@@ -54,10 +54,9 @@ def fuse_fills(order: list[Cluster], uses: dict[int, int], defs: dict[int, tir.O
     else uses its result."""
     for f in list(order):
         value = _fill_value(f, defs)
-        if value is None or fill_pattern(f.outputs[0].result.type.element_type, value) \
-                is None:
-            continue
         result = f.outputs[0].result
+        if value is None or fill_pattern(result.tensor_type.element_type, value) is None:
+            continue
         remaining = uses.get(result.id, 0)
         for x in order:
             if x is f:
@@ -71,7 +70,7 @@ def fuse_fills(order: list[Cluster], uses: dict[int, int], defs: dict[int, tir.O
             order.remove(f)
 
 
-def _fill_value(c: Cluster, defs: dict[int, tir.Op]) -> object:
+def _fill_value(c: Cluster, defs: dict[int, tir.Op]) -> float | int | None:
     """The scalar a cluster fills its single output with, or None if it is no fill."""
     if len(c.outputs) != 1 or any(i.map is not None for i in c.inputs) \
             or not c.is_elementwise or c.inputs:
@@ -82,7 +81,7 @@ def _fill_value(c: Cluster, defs: dict[int, tir.Op]) -> object:
     if y.name == "arith.constant":
         return y.float_value if SCALAR_TYPES[y.type].is_float else y.int_value
     if y.name == "kernel.param":
-        d = _constant_of(y.ref, defs)  # type: ignore[arg-type]
+        d = _constant_of(y.param_value, defs)
         if d is not None:
             return d.attrs["value"]
     return None
@@ -93,7 +92,7 @@ def inline_constants(order: list[Cluster], defs: dict[int, tir.Op]) -> None:
     for c in order:
         for n in c.nodes():
             if n.name == "kernel.param":
-                d = _constant_of(n.ref, defs)  # type: ignore[arg-type]
+                d = _constant_of(n.param_value, defs)
                 if d is not None and not isinstance(d.attrs["value"], np.ndarray):
                     _make_constant(n, d.attrs["value"])
         for inp in list(c.inputs):
@@ -104,7 +103,7 @@ def inline_constants(order: list[Cluster], defs: dict[int, tir.Op]) -> None:
             if arr.size == 0 or not (arr == arr.flat[0]).all():
                 continue
             scalar = arr.flat[0].item()
-            const = Node("arith.constant", [], inp.value.type.element_type)
+            const = Node("arith.constant", [], inp.value.tensor_type.element_type)
             _make_constant(const, scalar)
             c.replace_input(inp, const)
             c.inputs.remove(inp)
@@ -118,9 +117,9 @@ def _constant_of(value: tir.Value, defs: dict[int, tir.Op]) -> tir.Op | None:
     return None
 
 
-def _make_constant(n: Node, value: object) -> None:
+def _make_constant(n: Node, value: float | int) -> None:
     n.name, n.args, n.ref = "arith.constant", [], None
     if SCALAR_TYPES[n.type].is_float:
-        n.float_value = float(value)  # type: ignore[arg-type]
+        n.float_value = float(value)
     else:
-        n.int_value = int(value)  # type: ignore[call-overload]
+        n.int_value = int(value)

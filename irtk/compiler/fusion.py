@@ -35,7 +35,10 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
         changed = False
         for inp in list(c.inputs):
             p = producer_of.get(inp.value.id)
-            if p is None or p is c or inp.map is None or not _fusable_producer(p):
+            if p is None or p is c or inp.map is None:
+                continue
+            inverse = _producer_inverse(p)
+            if inverse is None:
                 continue
             if not c.is_elementwise and sum(
                     1 for n in p.nodes()
@@ -44,48 +47,54 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
             reads = sum(1 for i in c.inputs if i.value is inp.value)
             if uses.get(inp.value.id, 0) != reads:
                 continue
-            if not _keeps_dynamic_extents(c, inp.value, p):
+            # Every read of the value goes through a map (none is a gather).
+            targets = [(i, i.map) for i in c.inputs
+                       if i.value is inp.value and i.map is not None]
+            if len(targets) != reads:
                 continue
-            if any(i.value is inp.value and i.map is None for i in c.inputs):
+            if not _keeps_dynamic_extents(c, inp.value, p, inverse, targets):
                 continue
-            for target in [i for i in c.inputs if i.value is inp.value]:
-                _inline_producer(c, target, p)
+            for target, target_map in targets:
+                _inline_producer(c, target, compose(inverse, target_map), p)
             order.remove(p)
             changed = True
             break
 
 
-def _fusable_producer(p: Cluster) -> bool:
-    return (p.is_elementwise and len(p.outputs) == 1 and not p.reads_init(0)
-            and not p.consumers_fused
-            and permutation_inverse(p.outputs[0].map) is not None)
+def _producer_inverse(p: Cluster) -> AffineMap | None:
+    """For a producer that may fuse into its consumer: the map from its output's index space
+    to its loop points (its output map is a permutation); None for any other cluster."""
+    if not p.is_elementwise or len(p.outputs) != 1 or p.reads_init(0) or p.consumers_fused:
+        return None
+    return permutation_inverse(p.outputs[0].map)
 
 
-def _keeps_dynamic_extents(c: Cluster, value: tir.Value, p: Cluster) -> bool:
+def _keeps_dynamic_extents(c: Cluster, value: tir.Value, p: Cluster, inverse: AffineMap,
+                           targets: list[tuple[Input, AffineMap]]) -> bool:
     """Whether every dynamic loop of `c` keeps an operand dim that gives its extent once
-    the reads of `value` are replaced by `p`'s inputs."""
+    the reads of `value` (`targets`) are replaced by `p`'s inputs (`inverse`: p's
+    `_producer_inverse`)."""
     dynamic = {j for j, r in enumerate(c.static_ranges) if r is None}
     if not dynamic:
         return True
     operands = [(i.value, i.map) for i in c.inputs if i.value is not value]
     operands += [(o.init, o.map) for o in c.outputs]
-    inverse = permutation_inverse(p.outputs[0].map)
-    for target in [i for i in c.inputs if i.value is value]:
-        to_p = compose(inverse, target.map)  # type: ignore[arg-type]
+    for _, target_map in targets:
+        to_p = compose(inverse, target_map)
         operands += [(pin.value, compose(pin.map, to_p)) for pin in p.inputs
                      if pin.map is not None]
     covered = {j for v, m in operands for j, _ in direct_extents(v, m)}
     return dynamic <= covered
 
 
-def _inline_producer(c: Cluster, target: Input, p: Cluster) -> None:
-    """Replace `c`'s reads of input `target` by `p`'s body, moved into `c`'s loop nest."""
-    to_p = compose(permutation_inverse(p.outputs[0].map), target.map)  # type: ignore[arg-type]
+def _inline_producer(c: Cluster, target: Input, to_p: AffineMap, p: Cluster) -> None:
+    """Replace `c`'s reads of input `target` by `p`'s body, moved into `c`'s loop nest
+    (`to_p`: from `c`'s loop points to `p`'s)."""
     new_inputs: dict[int, Input] = {}
     for pin in p.inputs:
         new_inputs[id(pin)] = c.add_input(
             pin.value, None if pin.map is None else compose(pin.map, to_p))
-    value = clone(p.outputs[0].yields, {}, new_inputs, to_p)  # type: ignore[arg-type]
+    value = clone(p.outputs[0].yielded, {}, new_inputs, to_p)
     c.inputs.remove(target)
     c.replace_input(target, value)
 
@@ -105,9 +114,11 @@ def fuse_into_producer(c: Cluster, producer_of: dict[int, Cluster], order: list[
         return
     (r,) = roots.values()
     target = [i for i, p in sources if p is r]
-    if len(target) != 1 or target[0].map is None:
+    if len(target) != 1:
         return
     target_in = target[0]
+    if target_in.map is None:
+        return
     (out,) = [o for o in r.outputs if o.result is target_in.value]
     parallel = tuple(j for j, t in enumerate(r.iterator_types) if t == "parallel")
     if scatter_inverse(out.map, parallel) is None:
@@ -125,8 +136,7 @@ def fuse_into_producer(c: Cluster, producer_of: dict[int, Cluster], order: list[
             new_inputs[id(cin)] = r.add_input(
                 cin.value, None if cin.map is None else compose(cin.map, to_c))
     # The consumer's read of the root's result is the value the root yields at this point.
-    value = clone(c.outputs[0].yields, {}, new_inputs, to_c,  # type: ignore[arg-type]
-                  (target_in, out.yields))  # type: ignore[arg-type]
+    value = clone(c.outputs[0].yielded, {}, new_inputs, to_c, (target_in, out.yielded))
     cout = c.outputs[0]
     r.outputs.append(Output(cout.init, compose(cout.map, to_c), cout.result, value))
     r.consumers_fused += 1
@@ -139,8 +149,8 @@ def _ready_before(c: Cluster, target_in: Input, root_position: int, position: di
     """Whether everything else consumer `c` reads exists before the root dispatch runs (or
     may move up to it)."""
     for v in [i.value for i in c.inputs if i is not target_in] + [c.outputs[0].init] + \
-            [n.ref for n in c.nodes() if n.name == "kernel.param"]:
-        d = defs.get(v.id)  # type: ignore[union-attr]
+            [n.param_value for n in c.nodes() if n.name == "kernel.param"]:
+        d = defs.get(v.id)
         if d is not None and id(d) in position and position[id(d)] >= root_position \
                 and not movable(d):
             return False

@@ -55,8 +55,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         # Arguments arrive in the first registers of each bank, in order.
         regs = [self.new("ref" if isinstance(a.type, tir.TensorType)
                          else SCALAR_TYPES[a.type.name].vm_bank) for a in self.f.args]
-        self.chain = self.new("ref")
-        self.b.emit("const.ref.null", self.chain)
+        self.start_chain()
         for i, (a, r) in enumerate(zip(self.f.args, regs)):
             if isinstance(a.type, tir.TensorType):
                 self.values[a.id] = self.argument(i, a, r)
@@ -70,7 +69,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         return self.b
 
     def argument(self, i: int, a: tir.Value, view: Reg) -> TensorVal:
-        t: tir.TensorType = a.type  # type: ignore[assignment]
+        t = a.tensor_type
         where = f"{self.f.name}: argument {i}"
         et = self.const("i32", element_type_code(t.element_type))
         if not t.is_static:
@@ -110,11 +109,8 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         if isinstance(t, tir.TensorType):
             buf = self.new("ref")
             self.b.emit("global.load.ref", buf, self.m.constant_global(op))
-            shape = np.shape(op.attrs["value"])
-            dims = [v if d is None else d for d, v in zip(t.shape, shape)] \
-                if len(shape) == len(t.shape) else list(t.shape)
-            self.values[op.result.id] = TensorVal(t, buf, dims,  # type: ignore[arg-type]
-                                                  self.plan.storage[op.result.id])
+            dims: list[int | Reg] = list(t.shape_for(np.shape(op.attrs["value"])))
+            self.values[op.result.id] = TensorVal(t, buf, dims, self.plan.storage[op.result.id])
         else:
             self.values[op.result.id] = self.scalar_const(t.name, op.attrs["value"])
             if t.name in ("index", "i32", "i64"):
@@ -123,19 +119,17 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
     op_arith_constant = op_constant
 
     def op_empty(self, op: tir.Op) -> None:
-        t: tir.TensorType = op.result.type  # type: ignore[assignment]
+        t = op.result.tensor_type
         dyn = iter(op.operands)
-        dims = [d if d is not None else self.scalar(next(dyn)) for d in t.shape]
+        dims: list[int | Reg] = [d if d is not None else self.scalar(next(dyn)) for d in t.shape]
         self.values[op.result.id] = TensorVal(t, None, dims, self.plan.storage[op.result.id])
 
     def alias(self, op: tir.Op, src: TensorVal, dims: list[int | Reg]) -> None:
-        if src.buffer is None:
-            self.buffer_of(src)
-        self.values[op.result.id] = TensorVal(op.result.type, src.buffer, dims,  # type: ignore
-                                              src.storage)
+        buf = self.buffer_of(src)
+        self.values[op.result.id] = TensorVal(op.result.tensor_type, buf, dims, src.storage)
 
     def op_reshape(self, op: tir.Op) -> None:
-        t: tir.TensorType = op.result.type  # type: ignore[assignment]
+        t = op.result.tensor_type
         dyn = iter(op.operands[1:])
         self.alias(op, self.tensor(op.operands[0]),
                    [d if d is not None else self.scalar(next(dyn)) for d in t.shape])
@@ -148,11 +142,11 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         src = self.tensor(op.operands[0])
         dyn = iter(op.operands[1:])
         self.alias(op, src, [d if d is not None else self.scalar(next(dyn))
-                             for d in op.result.type.shape])  # type: ignore[union-attr]
+                             for d in op.result.tensor_type.shape])
 
     def op_cast(self, op: tir.Op) -> None:
         src = self.tensor(op.operands[0])
-        t: tir.TensorType = op.result.type  # type: ignore[assignment]
+        t = op.result.tensor_type
         dims: list[int | Reg] = []
         for i, (want, have) in enumerate(zip(t.shape, src.dims)):
             if want is not None and not isinstance(have, int):

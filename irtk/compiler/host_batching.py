@@ -37,11 +37,25 @@ class CommandBatching(HostFunction):
         super().__init__(module, function, plan)
         self.pending: list[Command] = []
         # The fence of the last submission not yet waited on (null when none), in a fixed
-        # register so that it crosses blocks; `chain_idle` is True where it is known null.
-        self.chain: Reg | None = None
+        # register so that it crosses blocks (`chain`); `chain_idle` is True where it is
+        # known null.
+        self._chain: Reg | None = None
         self.chain_idle = True
         self.written: set[int] = set()   # storages the open segment writes
         self.read: set[int] = set()      # storages the open segment reads
+
+    def start_chain(self) -> None:
+        """Give the fence chain its register, null. A function calls this once its arguments
+        have their registers, which come first in each bank."""
+        self._chain = self.new("ref")
+        self.b.emit("const.ref.null", self._chain)
+
+    @property
+    def chain(self) -> Reg:
+        """The register of the fence chain (`start_chain`)."""
+        if self._chain is None:
+            raise ValueError("the fence chain is used before start_chain")
+        return self._chain
 
     def record(self, command: Command, reads: set[int], writes: set[int]) -> None:
         """Add `command`, which reads and writes the given storages, to the open segment:
@@ -85,7 +99,7 @@ class CommandBatching(HostFunction):
         fence = self.new("ref")
         self.call("hal.fence.create", [dev, self.const("i32", 0)], [fence])
         if all(c.kind == "barrier" or c.reusable for c in commands):
-            self.submit_recorded(commands, dev, self.chain, fence)  # type: ignore[arg-type]
+            self.submit_recorded(commands, dev, self.chain, fence)
         else:
             self.submit_direct(commands, dev, fence)
         self.b.emit("mov.ref", self.chain, fence)

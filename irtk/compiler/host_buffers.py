@@ -90,9 +90,10 @@ class BufferLowering(CommandBatching):
 
     def fill(self, tv: TensorVal, pattern: int, pattern_length: int) -> None:
         """Fill `tv`'s buffer with `pattern` on the device, in the open segment."""
+        buf = self.buffer_of(tv)
         length = self.byte_length(tv)
         self.record(Command("fill", [
-            tv.buffer, self.const("i64", 0), length,  # type: ignore[list-item]
+            buf, self.const("i64", 0), length,
             self.const("i32", pattern if pattern < 2**31 else pattern - 2**32),
             self.const("i32", pattern_length)]), set(), {tv.storage})
 

@@ -45,11 +45,11 @@ class ControlFlowLowering(BufferLowering):
             temps.append((t, regs))
         for t, regs in temps:
             if isinstance(t, TensorVal):
-                dsts = [t.buffer] + [d for d in t.dims if not isinstance(d, int)]
+                dsts = [self.buffer_of(t)] + [d for d in t.dims if not isinstance(d, int)]
             else:
                 dsts = [t]
             for d, r in zip(dsts, regs):
-                self.b.emit(f"mov.{d.bank}", d, r)  # type: ignore[union-attr]
+                self.b.emit(f"mov.{d.bank}", d, r)
 
     def bind_values(self, values: list[tir.Value], regs: list[TensorVal | Reg]) -> None:
         for v, r in zip(values, regs):

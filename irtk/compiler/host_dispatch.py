@@ -48,7 +48,7 @@ class DispatchLowering(BufferLowering):
         result = op.results[k]
         plan = self.plan.output(op, k)
         storage = self.plan.storage[result.id]
-        out = TensorVal(result.type, None, list(init.dims), storage)  # type: ignore[arg-type]
+        out = TensorVal(result.tensor_type, None, list(init.dims), storage)
         self.values[result.id] = out
         if plan.mode == "inplace":
             out.buffer = self.buffer_of(init)
@@ -57,13 +57,13 @@ class DispatchLowering(BufferLowering):
         if plan.mode == "zero":
             pattern = (0, 1)
         elif plan.mode == "fill":
-            pattern = fill_pattern(result.type.element_type,  # type: ignore[union-attr]
-                                   op.attrs["fills"][k])
-            assert pattern is not None
+            pattern = fill_pattern(out.type.element_type, op.attrs["fills"][k])
+            assert pattern is not None, "fill fusion and split reductions make only fills " \
+                "that a pattern writes"
         if plan.reuse is not None and plan.reuse in self.storage_buffers:
             out.buffer = self.storage_buffers[plan.reuse]
-        elif pattern is not None and self.host_fillable(out):
-            out.buffer = self.allocate_filled(out, *pattern)
+        elif pattern is not None and (size := self.host_fill_bytes(out)) is not None:
+            out.buffer = self.allocate_filled(size, *pattern)
             pattern = None  # filled on the host: no device fill in the segment
         else:
             out.buffer = self.allocate(self.word_length(out))
@@ -77,18 +77,20 @@ class DispatchLowering(BufferLowering):
                         {init.storage}, {storage})
         return out
 
-    def host_fillable(self, tv: TensorVal) -> bool:
-        """Whether a new buffer for `tv` starts filled from rodata: static and at most
-        HOST_FILL_BYTES (the module holds the pattern at full length)."""
+    def host_fill_bytes(self, tv: TensorVal) -> int | None:
+        """The byte size of `tv` when a new buffer for it starts filled from rodata: static
+        and at most HOST_FILL_BYTES (the module holds the pattern at full length); else None."""
         n = self.element_count(tv)
-        return isinstance(n, int) and \
-            0 < storage_bytes(tv.type.element_type, n) <= HOST_FILL_BYTES
+        if not isinstance(n, int):
+            return None
+        size = storage_bytes(tv.type.element_type, n)
+        return size if 0 < size <= HOST_FILL_BYTES else None
 
-    def allocate_filled(self, tv: TensorVal, pattern: int, pattern_length: int) -> Reg:
-        """A new buffer for `tv` holding `pattern` repeated, written by the host as it is
+    def allocate_filled(self, byte_size: int, pattern: int, pattern_length: int) -> Reg:
+        """A new buffer of `byte_size` holding `pattern` repeated, written by the host as it is
         allocated (`hal.allocator.allocate.initialized` from rodata). The buffer is new, so no
         queued work can touch it; a segment without a fill can be a recorded one."""
-        size = -(-storage_bytes(tv.type.element_type, self.element_count(tv)) // 4) * 4
+        size = -(-byte_size // 4) * 4
         data = pattern.to_bytes(pattern_length, "little") * (size // pattern_length)
         src = self.new("ref")
         self.b.emit("const.ref.rodata", src, self.m.blob(f"fill{pattern_length}", data))
@@ -110,10 +112,11 @@ class DispatchLowering(BufferLowering):
         bindings: list[Reg] = []
         static: list[tuple[int, Reg, int]] = []
         for operand, tv in zip(kern.inputs + kern.outputs, inputs + outputs):
-            bindings += [self.const("i32", operand.binding), tv.buffer,  # type: ignore[list-item]
-                         self.const("i64", 0), self.byte_length(tv)]
+            buf = self.buffer_of(tv)   # op_dispatch gave every input and output its buffer
+            bindings += [self.const("i32", operand.binding), buf, self.const("i64", 0),
+                         self.byte_length(tv)]
             if operand.is_static:
-                static.append((operand.binding, tv.buffer, operand.byte_size))  # type: ignore
+                static.append((operand.binding, buf, operand.byte_size))
         reusable = kern.is_static and not words and len(static) == kern.binding_count
         self.record(Command(
             "dispatch", [self.executable(), self.const("i32", ordinal), *grid,

@@ -55,12 +55,12 @@ class HostFunction:
         self.b.emit(f"const.{bank}", r, value)
         return r
 
-    def scalar_const(self, type_name: str, value: object) -> Reg:
+    def scalar_const(self, type_name: str, value: float | int) -> Reg:
         """A host scalar of type `type_name` in the register bank of that type."""
         bank = SCALAR_TYPES[type_name].vm_bank
         if bank in ("f32", "f64"):
-            return self.const(bank, float(value))  # type: ignore[arg-type]
-        v = int(value)  # type: ignore[call-overload]
+            return self.const(bank, float(value))
+        v = int(value)
         if type_name == "i1":
             v = 1 if v else 0
         return self.const(bank, v)

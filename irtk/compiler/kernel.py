@@ -43,6 +43,7 @@ generator emulates it in 32-bit code or refuses with the missing feature named.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from irtk import body_ops
@@ -90,6 +91,12 @@ class AffineMap:
         """`row_loop` of every row, in order."""
         return tuple(self.row_loop(r) for r in range(len(self.rows)))
 
+    def loop_per_row(self) -> tuple[int, ...] | None:
+        """`row_loop` of every row when each row is exactly one loop index; None when some row
+        is anything else."""
+        loops = tuple(j for j in self.row_loops() if j is not None)
+        return loops if len(loops) == len(self.rows) else None
+
     def is_permutation_or_projection(self) -> bool:
         """Each result is one loop index (coefficient 1) or a constant 0 (a broadcast dim)."""
         return all(self.row_loop(r) is not None or not any(row)
@@ -104,6 +111,20 @@ class AffineMap:
 
 
 Extent = int | str   # a static size, or the name of an index param holding it
+
+
+def _static(extents: Sequence[Extent], what: str) -> tuple[int, ...]:
+    """`extents` where a check has established that they are all static (ValueError if not:
+    a bug in the caller, not in its input)."""
+    numbers = tuple(e for e in extents if isinstance(e, int))
+    if len(numbers) != len(extents):
+        raise ValueError(f"{what} {tuple(extents)} are not all static")
+    return numbers
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Elements between neighbours along each dimension of a dense row-major array."""
+    return [math.prod(shape[r + 1:]) for r in range(len(shape))]
 
 
 @dataclass(frozen=True)
@@ -132,9 +153,30 @@ class Operand:
         return all(isinstance(d, int) for d in self.shape)
 
     @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape of a static operand (`is_static`)."""
+        return _static(self.shape, f"binding {self.binding}: dimensions")
+
+    @property
+    def point_map(self) -> AffineMap:
+        """The map of an operand read per point (every one but a gather input)."""
+        if self.map is None:
+            raise ValueError(f"binding {self.binding} is a gather input, which has no map")
+        return self.map
+
+    @property
     def byte_size(self) -> int:
         """Static operands only."""
-        return storage_bytes(self.element_type, math.prod(self.shape))  # type: ignore[arg-type]
+        return storage_bytes(self.element_type, math.prod(self.static_shape))
+
+    def linear_offset(self, num_loops: int) -> tuple[list[int], int]:
+        """A static operand's element offset as a linear form in the loop indices: the
+        coefficient of each of the `num_loops` loops, and the constant (a map's symbols are
+        left out)."""
+        rows = self.point_map.rows
+        strides = row_major_strides(self.static_shape)
+        coeffs = [sum(row[j] * st for row, st in zip(rows, strides)) for j in range(num_loops)]
+        return coeffs, sum(row[-1] * st for row, st in zip(rows, strides))
 
 
 @dataclass(frozen=True)
@@ -202,9 +244,20 @@ class Kernel:
         return all(isinstance(r, int) for r in self.loop_ranges)
 
     @property
+    def static_ranges(self) -> tuple[int, ...]:
+        """The loop ranges of a static kernel (`is_static`)."""
+        return _static(self.loop_ranges, f"kernel '{self.name}': loop ranges")
+
+    def static_extents(self, dims: Sequence[int]) -> list[int] | None:
+        """The ranges of loops `dims`, or None when one of them is dynamic."""
+        ranges = [self.loop_ranges[d] for d in dims]
+        numbers = [r for r in ranges if isinstance(r, int)]
+        return numbers if len(numbers) == len(ranges) else None
+
+    @property
     def iteration_count(self) -> int:
         """Static kernels only."""
-        return math.prod(self.loop_ranges)  # type: ignore[arg-type]
+        return math.prod(self.static_ranges)
 
     @property
     def binding_count(self) -> int:
@@ -291,7 +344,7 @@ class Kernel:
             if op.name not in body_ops.EXECUTOR_OPS:
                 types = [body_ops.kernel_type(self.value_type(v)) for v in op.operands]
                 try:
-                    body_ops.infer(op.name, types, body_ops.kernel_type(op.result_type),  # type: ignore[arg-type]
+                    body_ops.infer(op.name, types, body_ops.kernel_type(op.result_type),
                                    op.predicate or None, op.int_value)
                 except body_ops.OpTypeError as e:
                     raise ValueError(f"kernel {self.name}: op {i} ({op.name}): {e}") from None

@@ -87,7 +87,7 @@ class _KernelBuilder:
 
     def dim(self, value: tir.Value, d: int) -> K.Extent:
         """Dim `d` of `value`: its static size, or the param the host reads it into."""
-        size = value.type.shape[d]  # type: ignore[union-attr]
+        size = value.tensor_type.shape[d]
         if size is not None:
             return size
         if (value.id, d) not in self._dims:
@@ -107,26 +107,30 @@ class _KernelBuilder:
         operands = [(value, m) for value, m in c.operands() if m is not None]
         ranges: list[K.Extent | None] = [None] * c.num_loops
         for value, m in operands:
-            for r, j in enumerate(m.row_loops()):  # type: ignore[union-attr]
-                if j is not None and ranges[j] is None \
-                        and value.type.shape[r] is not None:  # type: ignore[union-attr]
-                    ranges[j] = value.type.shape[r]  # type: ignore[union-attr]
+            shape = value.tensor_type.shape
+            for r, j in enumerate(m.row_loops()):
+                if j is not None and ranges[j] is None and shape[r] is not None:
+                    ranges[j] = shape[r]
         for value, m in operands:
-            for r, j in enumerate(m.row_loops()):  # type: ignore[union-attr]
+            for r, j in enumerate(m.row_loops()):
                 if j is not None and ranges[j] is None:
                     ranges[j] = self.dim(value, r)
-        ranges = [r if r is not None else c.static_ranges[j] for j, r in enumerate(ranges)]
-        if any(r is None for r in ranges):
-            return None
-        return ranges  # type: ignore[return-value]
+        found: list[K.Extent] = []
+        for j, extent in enumerate(ranges):
+            extent = extent if extent is not None else c.static_ranges[j]
+            if extent is None:
+                return None
+            found.append(extent)
+        return found
 
     def shape(self, value: tir.Value, m: AffineMap | None,
               ranges: list[K.Extent]) -> tuple[K.Extent, ...]:
         """Dims that index a loop directly share its extent (the host checks they match)."""
         out = []
-        for d in range(len(value.type.shape)):  # type: ignore[union-attr]
+        shape = value.tensor_type.shape
+        for d in range(len(shape)):
             j = m.row_loop(d) if m is not None else None
-            if j is not None and value.type.shape[d] is None:  # type: ignore[union-attr]
+            if j is not None and shape[d] is None:
                 out.append(ranges[j])
             else:
                 out.append(self.dim(value, d))
@@ -134,10 +138,11 @@ class _KernelBuilder:
 
     def kernel(self, name: str, ranges: list[K.Extent]) -> K.Kernel:
         c = self.c
-        inputs = [K.Operand(k, i.value.type.element_type, self.shape(i.value, i.map, ranges),
-                            i.map) for k, i in enumerate(c.inputs)]  # type: ignore[union-attr]
+        inputs = [K.Operand(k, i.value.tensor_type.element_type,
+                            self.shape(i.value, i.map, ranges), i.map)
+                  for k, i in enumerate(c.inputs)]
         n_in = len(inputs)
-        outputs = [K.Operand(n_in + k, o.init.type.element_type,  # type: ignore[union-attr]
+        outputs = [K.Operand(n_in + k, o.init.tensor_type.element_type,
                              self.shape(o.init, o.map, ranges), o.map)
                    for k, o in enumerate(c.outputs)]
         ops, yields = self.body()
@@ -162,7 +167,7 @@ class _KernelBuilder:
                 continue
             int_value = n.int_value
             if n.name == "kernel.param":
-                name = self.param(n.ref, n.type)  # type: ignore[arg-type]
+                name = self.param(n.param_value, n.type)
                 int_value = [p.name for p in self.params].index(name)
             elif n.name == "tensor.extract":
                 int_value = number[id(n.ref)]
@@ -189,7 +194,7 @@ def _split_dispatches(c: Cluster, parts: split_reduction.Split) -> list[tir.Op]:
     the partials into the outputs."""
     n_in, n_out = len(c.inputs), len(c.outputs)
     empties = [tir.Op("empty", [], [tir.Value(tir.TensorType(
-        parts.partial_shape(k), o.init.type.element_type))],  # type: ignore[union-attr]
+        parts.partial_shape(k), o.init.tensor_type.element_type))],
         location=c.location) for k, o in enumerate(c.outputs)]
     partials = [tir.Value(e.result.type) for e in empties]
     first = tir.Op("dispatch", [i.value for i in c.inputs] + [e.result for e in empties],

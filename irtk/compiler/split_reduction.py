@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from irtk.compiler import reductions
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand
-from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.reductions import Combiner
 
 MIN_LENGTH = 16384
@@ -45,7 +44,7 @@ class Split:
     identities: list[float | int]
 
     def partial_shape(self, o: int) -> tuple[int, ...]:
-        return static_shape(self.partial.outputs[o])
+        return self.partial.outputs[o].static_shape
 
 
 def split(kernel: Kernel) -> Split | None:
@@ -53,7 +52,7 @@ def split(kernel: Kernel) -> Split | None:
     terms = _terms(kernel)
     if terms is None:
         return None
-    ranges = static_ranges(kernel)
+    ranges = kernel.static_ranges
     r = len(ranges) - 1
     length = ranges[r]
     points = math.prod(ranges[:r])

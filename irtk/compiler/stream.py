@@ -16,6 +16,8 @@ the host code generator can place barriers between dispatches that touch the sam
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from irtk.compiler import kernel as K
@@ -51,11 +53,10 @@ def plan_program(program: tir.Program) -> dict[str, StreamPlan]:
 def covers_output(kernel: K.Kernel, k: int) -> bool:
     """Whether the kernel writes every element of output k."""
     o = kernel.outputs[k]
-    parallel = kernel.parallel_dims
-    used = o.map.row_loops()  # type: ignore[union-attr]
-    if any(j is None or kernel.loop_ranges[j] != o.shape[r] for r, j in enumerate(used)):
+    used = o.point_map.loop_per_row()
+    if used is None or any(kernel.loop_ranges[j] != o.shape[r] for r, j in enumerate(used)):
         return False
-    return sorted(used) == sorted(parallel)  # type: ignore[type-var]
+    return sorted(used) == sorted(kernel.parallel_dims)
 
 
 def plan_function(function: tir.Function) -> StreamPlan:
@@ -72,7 +73,7 @@ def plan_function(function: tir.Function) -> StreamPlan:
     return plan
 
 
-def _plan_region(region: tir.Region, plan: StreamPlan, ids, uses: dict[int, int],
+def _plan_region(region: tir.Region, plan: StreamPlan, ids: Iterator[int], uses: dict[int, int],
                  defs: dict[int, tir.Op], args: list[tir.Value]) -> None:
     for v in args:
         plan.storage.setdefault(v.id, next(ids))
@@ -133,15 +134,15 @@ def _plan_region(region: tir.Region, plan: StreamPlan, ids, uses: dict[int, int]
                 s = plan.storage[init.id]
                 holders[s].append(result.id)
             else:
-                s = None
                 if size is not None:
                     for j, (fs, fsize) in enumerate(free):
                         if fsize == size:
-                            s = fs
                             del free[j]
                             out.reuse = fs
                             break
-                if s is None:
+                if out.reuse is not None:
+                    s = out.reuse
+                else:
                     s = next(ids)
                     if size is not None:
                         owned[s] = size
@@ -152,8 +153,5 @@ def _plan_region(region: tir.Region, plan: StreamPlan, ids, uses: dict[int, int]
 
 def _static_bytes(t: tir.Type) -> int | None:
     if isinstance(t, tir.TensorType) and t.is_static:
-        n = 1
-        for d in t.shape:
-            n *= d  # type: ignore[operator]
-        return storage_bytes(t.element_type, n)
+        return storage_bytes(t.element_type, math.prod(t.static_shape))
     return None

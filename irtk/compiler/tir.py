@@ -67,6 +67,22 @@ class TensorType:
     def dynamic_dims(self) -> tuple[int, ...]:
         return tuple(i for i, d in enumerate(self.shape) if d is None)
 
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape of a static type (`is_static`); ValueError for a dynamic one."""
+        dims = tuple(d for d in self.shape if d is not None)
+        if len(dims) != len(self.shape):
+            raise ValueError(f"{self.spelling()} is not static")
+        return dims
+
+    def shape_for(self, value_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape of a constant of this type whose value has `value_shape`: a dynamic dim
+        takes the value's size (flow.tensor.dynamic_constant); a value of another rank is
+        broadcast to the type's (static) shape."""
+        if len(value_shape) == len(self.shape):
+            return tuple(v if d is None else d for d, v in zip(self.shape, value_shape))
+        return self.static_shape
+
     def spelling(self) -> str:
         dims = ["?" if d is None else str(d) for d in self.shape]
         return "tensor<" + "x".join(dims + [self.element_type]) + ">"
@@ -137,6 +153,13 @@ class Global:
     initial: Any = None          # numpy array / scalar, or None (zero)
     mutable: bool = False
     location: str = ""
+
+    @property
+    def tensor_type(self) -> TensorType:
+        """The type of a global known to hold a tensor."""
+        if not isinstance(self.type, TensorType):
+            raise ValueError(f"global '@{self.name}' does not hold a tensor")
+        return self.type
 
 
 @dataclass(eq=False)

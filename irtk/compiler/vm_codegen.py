@@ -128,7 +128,7 @@ class ModuleGen:
         return self.blobs[data]
 
     def constant_global(self, op: tir.Op) -> int:
-        t: tir.TensorType = op.result.type  # type: ignore[assignment]
+        t = op.result.tensor_type
         data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
         key = t.spelling().encode() + b"\0" + data
         if key not in self.constants:
@@ -237,8 +237,7 @@ class ModuleGen:
             self.select_variant(fg, dev, ready, fail)
         fg.bind(ready)
         for global_, op in self.constants.values():
-            t: tir.TensorType = op.result.type  # type: ignore[assignment]
-            data = tensor_bytes(np.asarray(op.attrs["value"]), t, op.location)
+            data = tensor_bytes(np.asarray(op.attrs["value"]), op.result.tensor_type, op.location)
             b.emit("global.store.ref", global_, self.upload(fg, data))
         for global_, g in self.globals.values():
             self.init_global(fg, global_, g)
@@ -274,8 +273,9 @@ class ModuleGen:
             for ordinal, globals_ in self.g_workgroups.items():
                 launch = v.launches[ordinal]
                 kern = self.kernels[ordinal]
-                counts = launch.counts(kern.loop_ranges) if isinstance(launch, K.Grid) \
-                    else launch  # type: ignore[arg-type]
+                # Static dispatches only have workgroup globals.
+                counts = launch.counts(kern.static_ranges) if isinstance(launch, K.Grid) \
+                    else launch
                 for g, n in zip(globals_, counts):
                     b.emit("global.store.i32", g, fg.const("i32", n))
             fg.br(ready)
@@ -303,19 +303,17 @@ class ModuleGen:
     def global_contents(self, g: tir.Global) -> tuple[bytes, list[int]]:
         """A tensor global's initial bytes and dims (a dynamic dim takes the initial value's
         size, as a dynamic constant does); CompileError when it cannot be stored."""
-        t: tir.TensorType = g.type  # type: ignore[assignment]
+        t = g.tensor_type
         element_type_code(t.element_type)
         if g.initial is None:
             if not t.is_static:
                 raise CompileError(f"{g.location}: error: global '@{g.name}' has a dynamic "
                                    "shape and no initial value")
             is_float = SCALAR_TYPES[t.element_type].is_float
-            value = np.zeros(t.shape, np.float64 if is_float else np.int64)  # type: ignore
+            value = np.zeros(t.static_shape, np.float64 if is_float else np.int64)
         else:
             value = np.asarray(g.initial)
-        dims = [v if d is None else d for d, v in zip(t.shape, value.shape)] \
-            if value.ndim == len(t.shape) else list(t.shape)
-        return tensor_bytes(value, t, g.location), dims  # type: ignore[return-value]
+        return tensor_bytes(value, t, g.location), list(t.shape_for(value.shape))
 
     def init_global(self, fg: FunctionGen, global_: int, g: tir.Global) -> None:
         b = fg.b
@@ -355,9 +353,7 @@ def reflection(f: tir.Function) -> dict[str, str]:
 def tensor_bytes(value: np.ndarray, t: tir.TensorType, location: str) -> bytes:
     """A tensor's contents in its storage form (kernel.py's docstring)."""
     et = t.element_type
-    # A dynamically typed constant (flow.tensor.dynamic_constant) has its value's shape.
-    shape = tuple(v if d is None else d for d, v in zip(t.shape, value.shape)) \
-        if len(value.shape) == len(t.shape) else tuple(t.shape)
+    shape = t.shape_for(value.shape)
     value = np.broadcast_to(value, shape) if value.shape != shape else value
     try:
         return numerics.encode(et, np.asarray(value))

@@ -17,7 +17,6 @@ import flatbuffers
 
 from irtk.compiler.codegen import Codegen, Launch
 from irtk.compiler.kernel import AffineMap, Grid, GridAxis, Kernel, Operand
-from irtk.compiler.kernel_static import static_ranges
 from irtk.errors import CompileError
 from schemas import CPU_EXECUTABLE_IDENTIFIER
 from schemas import cpu_executable as fb
@@ -51,7 +50,7 @@ def plan_kernel(kernel: Kernel) -> CpuKernel:
     if not kernel.is_static:
         tile = DYNAMIC_TILE
         return CpuKernel(kernel.name, tile, Grid(GridAxis(parallel, tile)))
-    ranges = static_ranges(kernel)
+    ranges = kernel.static_ranges
     points = math.prod(ranges[d] for d in parallel)
     work = max(1, math.prod(ranges[d] for d in kernel.reduction_dims))
     tile = -(-points // TARGET_WORKGROUPS)

@@ -6,7 +6,10 @@ one value per op. The importer's named-op and tensor-op lowerings write bodies d
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from xdsl.ir import Operation
 
 from irtk.compiler import kernel
 from irtk.types import SCALAR_TYPES
@@ -15,7 +18,7 @@ from irtk.types import SCALAR_TYPES
 class Unsupported(Exception):
     """Something the importer cannot lower; `op` locates it (an xDSL op, or None)."""
 
-    def __init__(self, message: str, op=None) -> None:
+    def __init__(self, message: str, op: Operation | None = None) -> None:
         super().__init__(message)
         self.op = op
 
@@ -52,13 +55,13 @@ class Body:
     def out(self, i: int) -> int:
         return self.num_inputs + i
 
-    def add(self, name: str, operands, result_type: str, predicate: str = "",
+    def add(self, name: str, operands: Iterable[int], result_type: str, predicate: str = "",
             int_value: int = 0, float_value: float = 0.0) -> int:
         self.ops.append(kernel.Op(name, tuple(operands), result_type, predicate, int_value,
                                   float_value))
         return self.base + len(self.ops) - 1
 
-    def const(self, value, t: str) -> int:
+    def const(self, value: float | int, t: str) -> int:
         if is_float(t):
             return self.add("arith.constant", (), t, float_value=float(value))
         return self.add("arith.constant", (), t, int_value=int(value))
@@ -72,7 +75,7 @@ class Body:
             self._params[k] = self.add("kernel.param", (), t, int_value=k)
         return self._params[k]
 
-    def extract(self, input_pos: int, indices, t: str) -> int:
+    def extract(self, input_pos: int, indices: Iterable[int], t: str) -> int:
         return self.add("tensor.extract", indices, t, int_value=input_pos)
 
     def binary(self, kind: str, a: int, b: int, t: str) -> int:

@@ -162,7 +162,7 @@ class _Lifter:
                 for inner in op.walk():
                     for v in inner.operands:
                         block = v.block if isinstance(v, BlockArgument) else \
-                            v.owner.parent_block()  # type: ignore[union-attr]
+                            v.owner.parent_block()
                         d = self.index.get(id(block)) if block is not None else None
                         if d is not None and d not in dom[i]:
                             raise Unsupported(
@@ -234,8 +234,8 @@ class _Lifter:
         values = [int(v) for v in term.case_values.get_values()]
         return [(equals(c), arm) for c, arm in zip(values, arms[1:])]
 
-    def _choose(self, cases, default: Arm, join: int, types: list[tir.Type],
-                term: Operation) -> list[tir.Value]:
+    def _choose(self, cases: list[tuple[Callable[[], tir.Value], Arm]], default: Arm, join: int,
+                types: list[tir.Type], term: Operation) -> list[tir.Value]:
         """if cases[0] then its arm else (if cases[1] ... else default), yielding the values
         branched into `join` (the function's results when `join` is EXIT)."""
         if not cases:

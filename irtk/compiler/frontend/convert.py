@@ -6,9 +6,12 @@ lifting and the verifier all convert through these.
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerType, TensorType
+from xdsl.dialects.builtin import (ArrayAttr, DenseIntOrFPElementsAttr, IndexType, IntegerAttr,
+                                   IntegerType, TensorType)
 from xdsl.ir import Attribute, Operation
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
+from xdsl.ir.affine import (AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr,
+                            AffineDimExpr, AffineExpr)
+from xdsl.ir.affine import AffineMap as XdslAffineMap
 
 from irtk.compiler import kernel, tir
 from irtk.compiler.frontend.body import Unsupported, is_float
@@ -42,16 +45,24 @@ def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
     if isinstance(t, TensorType):
         shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
         return tir.TensorType(shape, element_type_name(t.element_type, op))
-    if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:  # type: ignore[attr-defined]
+    if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:
         return tir.ScalarType(element_type_name(t, op))
     raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)
+
+
+def convert_tensor_type(t: Attribute, op: Operation | None = None) -> tir.TensorType:
+    """`convert_type` of a type that must be a tensor's (Unsupported if it is not)."""
+    converted = convert_type(t, op)
+    if not isinstance(converted, tir.TensorType):
+        raise Unsupported(f"type {t} is not a tensor type", op)
+    return converted
 
 
 def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray:
     """A dense attribute's values as a numpy array of `constant_dtype(element type)`."""
     elt = t.element_type
     dtype = constant_dtype(elt)
-    shape = tuple(attr.get_type().get_shape())
+    shape = tuple(attr.get_shape())
     # xDSL holds these as their own numpy type (index as i64): read the bytes directly.
     raw = np.dtype(np.int64) if elt == "index" else SCALAR_TYPES[elt].numpy_dtype
     if elt == "i1":
@@ -64,13 +75,22 @@ def dense_array(attr: DenseIntOrFPElementsAttr, t: tir.TensorType) -> np.ndarray
         .reshape(shape).astype(dtype)
 
 
-def affine_map(m, op: Operation | None = None) -> kernel.AffineMap:
+def int_array(attr: Attribute | None) -> list[int] | None:
+    """The values of an array of integer attributes (`[1, 0, 2]`, as linalg's keyword lists
+    are parsed); None for any other attribute."""
+    if not isinstance(attr, ArrayAttr):
+        return None
+    values = [int(a.value.data) for a in attr.data if isinstance(a, IntegerAttr)]
+    return values if len(values) == len(attr.data) else None
+
+
+def affine_map(m: XdslAffineMap, op: Operation | None = None) -> kernel.AffineMap:
     """xDSL AffineMap (dims, constants, +, * by a constant) -> kernel.AffineMap."""
     if m.num_symbols:
         raise Unsupported("affine maps with symbols are not supported", op)
     n = m.num_dims
 
-    def row(e) -> list[int]:
+    def row(e: AffineExpr) -> list[int]:
         if isinstance(e, AffineDimExpr):
             r = [0] * (n + 1)
             r[e.position] = 1

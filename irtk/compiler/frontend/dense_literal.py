@@ -13,8 +13,10 @@ import json
 import re
 
 import numpy as np
-from xdsl.dialects.builtin import (BytesAttr, DenseIntOrFPElementsAttr, Float16Type,
-                                   Float32Type, Float64Type, IndexType, IntegerType, Signedness)
+from xdsl.dialects.builtin import (AnyDenseElement, BytesAttr, DenseIntOrFPElementsAttr,
+                                   Float16Type, Float32Type, Float64Type, IndexType, IntegerType,
+                                   RankedStructure, Signedness)
+from xdsl.ir import Attribute
 
 # The largest constant accepted (its storage): larger ones are refused with a located error
 # rather than exhausting memory when a splat is expanded.
@@ -26,7 +28,8 @@ _NUMBER = r"-?[0-9]+(?:\.[0-9]*(?:[eE][-+]?[0-9]+)?)?"
 _LITERAL = re.compile(r"\[(?:\s*(?:\[|\]|,|" + _NUMBER + r"))*\s*")
 _SPLAT = re.compile(r"\s*(" + _NUMBER + r"|0x[0-9a-fA-F]+)\s*>")
 _BARE_DOT = re.compile(r"\.(?![0-9])")
-_FLOATS = {Float16Type: "<f2", Float32Type: "<f4", Float64Type: "<f8"}
+_FLOATS: dict[type[Attribute], str] = {Float16Type: "<f2", Float32Type: "<f4",
+                                       Float64Type: "<f8"}
 
 
 def scan_literal(text: str, start: int) -> tuple[np.ndarray, int] | None:
@@ -52,7 +55,7 @@ def scan_literal(text: str, start: int) -> tuple[np.ndarray, int] | None:
     return array, end
 
 
-def literal_bytes(array: np.ndarray, element_type) -> bytes | None:
+def literal_bytes(array: np.ndarray, element_type: Attribute) -> bytes | None:
     """The little-endian storage of `array` in `element_type`, or None where xDSL's own
     conversion is needed (types it alone handles, values out of range, floats for ints)."""
     fmt = _FLOATS.get(type(element_type))
@@ -82,6 +85,6 @@ def splat_follows(text: str, start: int) -> bool:
     return _SPLAT.match(text, start) is not None
 
 
-def dense_attr(type_, data: bytes) -> DenseIntOrFPElementsAttr:
+def dense_attr(type_: RankedStructure[AnyDenseElement], data: bytes) -> DenseIntOrFPElementsAttr:
     """The attribute xDSL would build from the same values (its storage is these bytes)."""
     return DenseIntOrFPElementsAttr(type_, BytesAttr(data))

@@ -7,8 +7,10 @@ with a located message, and the rest of the file still imports.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -17,7 +19,8 @@ from irtk.compiler import kernel, tir
 from irtk.compiler.frontend import cfg, named_ops, tensor_ops
 from irtk.compiler.frontend.body import Body, Unsupported
 from irtk.compiler.frontend.body_ops import body_op_attrs, translate_block, translate_scalar_op
-from irtk.compiler.frontend.convert import affine_map, convert_type, dense_array
+from irtk.compiler.frontend.convert import (affine_map, convert_tensor_type, convert_type,
+                                            dense_array)
 from irtk.compiler.frontend.dialects import check, flow, util
 from irtk.compiler.frontend.dialects.linalg import GenericOp, NamedOp, PackOp, UnpackOp
 from irtk.compiler.frontend.source_map import SourceMap
@@ -45,7 +48,8 @@ class FunctionImporter:
                               if isinstance(v.owner, Operation) else None)
         return found
 
-    def emit(self, kind: str, operands, result_types, op: Operation | None, **attrs) -> tir.Op:
+    def emit(self, kind: str, operands: Sequence[tir.Value], result_types: Sequence[tir.Type],
+             op: Operation | None, **attrs: Any) -> tir.Op:
         top = tir.Op(kind, list(operands), [tir.Value(t) for t in result_types], dict(attrs),
                      [], self.loc(op))
         self.region_stack[-1].ops.append(top)
@@ -99,7 +103,7 @@ class FunctionImporter:
         return body.param(len(captures) - 1, v.type.name)
 
     def generic(self, inputs: list[tuple[tir.Value, kernel.AffineMap | None]],
-                outputs: list[tuple[tir.Value, kernel.AffineMap]], iterator_types,
+                outputs: list[tuple[tir.Value, kernel.AffineMap]], iterator_types: Sequence[str],
                 body: Body, yields: list[int], captures: list[tir.Value],
                 op: Operation | None) -> list[tir.Value]:
         assert body.num_inputs == len(inputs) and body.num_outputs == len(outputs)
@@ -159,15 +163,16 @@ class FunctionImporter:
             self.bind(op, [tensor_ops.pack(self, op)])
         elif isinstance(op, UnpackOp):
             self.bind(op, [tensor_ops.unpack(self, op)])
-        elif name.startswith("tensor.") and name in tensor_ops.LOWERINGS:
-            self.bind(op, tensor_ops.LOWERINGS[name](self, op))
+        elif (lowered := tensor_ops.lower(self, op)) is not None:
+            self.bind(op, lowered)
         elif isinstance(op, arith.ConstantOp):
             self.constant(op, op.value, unfoldable=False)
         elif isinstance(op, util.UnfoldableConstantOp):
             self.constant(op, op.value, unfoldable=True)
         elif isinstance(op, flow.TensorDynamicConstantOp):
             t = convert_type(op.result.type, op)
-            value = dense_array(op.value, convert_type(op.value.get_type(), op))  # type: ignore[arg-type]
+            attr = self.dense(op.value, op)
+            value = dense_array(attr, convert_tensor_type(attr.get_type(), op))
             self.bind(op, self.emit("constant", [], [t], op, value=value, unfoldable=True).results)
         elif isinstance(op, util.OptimizationBarrierOp):
             self.bind(op, self.emit("barrier", [self.value(v) for v in op.operands],
@@ -213,8 +218,10 @@ class FunctionImporter:
         elif name.startswith(("arith.", "math.")):
             self.arith(op)
         elif name.startswith("cf.") and op.successors:
+            parent = op.parent_op()
+            where = f"the region of '{parent.name}'" if parent is not None else "a region"
             raise Unsupported(f"'{name}' is supported only between the blocks of a function "
-                              f"body, not inside the region of '{op.parent_op().name}'", op)
+                              f"body, not inside {where}", op)
         else:
             raise Unsupported(f"unsupported op '{name}'", op)
 
@@ -223,7 +230,7 @@ class FunctionImporter:
         if isinstance(t, tir.TensorType):
             if not isinstance(attr, DenseIntOrFPElementsAttr):
                 raise Unsupported(f"constant attribute {attr} is not supported", op)
-            value: Any = dense_array(attr, t)
+            value: np.ndarray | float | int = dense_array(attr, t)
         elif isinstance(attr, FloatAttr):
             value = float(attr.value.data)
         elif isinstance(attr, IntegerAttr):
@@ -240,16 +247,23 @@ class FunctionImporter:
         attrs: dict[str, Any] = {}
         if op.HAS_TOLERANCE:   # IREE's defaults: atol 1e-4, rtol 0
             for key, default in (("atol", 1e-4), ("rtol", 0.0)):
-                given = op.attributes.get(key)
-                attrs[key] = float(given.value.data) if given is not None else default  # type: ignore[attr-defined]
+                given = op.attributes.get(key)   # a FloatAttr (verified)
+                attrs[key] = float(given.value.data) if isinstance(given, FloatAttr) \
+                    else default
         if op.HAS_CONST:
-            attr = op.attributes["value"]
-            t = convert_type(attr.get_type(), op)  # type: ignore[attr-defined]
-            rhs = self.emit("constant", [], [t], op, value=dense_array(attr, t),  # type: ignore[arg-type]
+            attr = self.dense(op.attributes["value"], op)
+            t = convert_tensor_type(attr.get_type(), op)
+            rhs = self.emit("constant", [], [t], op, value=dense_array(attr, t),
                             unfoldable=False).result
             self.emit(op.name.removesuffix("_const"), [lhs, rhs], [], op, **attrs)
         else:
             self.emit(op.name, [self.value(v) for v in op.operands], [], op, **attrs)
+
+    def dense(self, attr: Attribute, op: Operation) -> DenseIntOrFPElementsAttr:
+        """`attr`, which must be a dense elements attribute (Unsupported if it is not)."""
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise Unsupported(f"constant attribute {attr} is not supported", op)
+        return attr
 
     def arith(self, op: Operation) -> None:
         """An arith/math op: on scalars a host op; on tensors an elementwise generic."""
@@ -270,7 +284,7 @@ class FunctionImporter:
         top = self.emit(op.name, operands, [result_type], op, **attrs)
         self.values[op.results[0]] = top.result
 
-    def fold(self, name: str, operands: list[tir.Value], attrs: dict) -> int | None:
+    def fold(self, name: str, operands: list[tir.Value], attrs: dict[str, Any]) -> int | None:
         """Fold index arithmetic on known constants (keeps static shapes static)."""
         if name not in _FOLD or not operands or any(
                 v.id not in self.constants or v.type != tir.ScalarType("index") for v in operands):
@@ -282,7 +296,8 @@ class FunctionImporter:
 
     def elementwise(self, op: Operation, operands: list[tir.Value],
                     result_type: tir.Type) -> tir.Value:
-        if not isinstance(result_type, tir.TensorType):
+        if not isinstance(result_type, tir.TensorType) or any(
+                not isinstance(v.type, tir.TensorType) for v in operands):
             raise Unsupported(f"'{op.name}' mixes tensors and scalars", op)
         rank = len(result_type.shape)
         ident = kernel.AffineMap.identity(rank)
@@ -291,7 +306,7 @@ class FunctionImporter:
         init = self.empty(dims, result_type.element_type, op)
         body = Body(len(operands), 1)
         args = [body.arg(i) for i in range(len(operands))]
-        types = [v.type.element_type for v in operands]  # type: ignore[union-attr]
+        types = [v.tensor_type.element_type for v in operands]
         result = translate_scalar_op(body, op, args, types, result_type.element_type)
         return self.generic([(v, ident) for v in operands], [(init, ident)],
                             ["parallel"] * rank, body, [result], [], op)[0]
@@ -337,12 +352,13 @@ class FunctionImporter:
         return self.generic(inputs, outputs, iterators, body, yields, captures, op)
 
 
-_FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-         "arith.muli": lambda a, b: a * b,
-         "arith.ceildivui": lambda a, b: -(-a // b), "arith.ceildivsi": lambda a, b: -(-a // b),
-         "arith.divui": lambda a, b: a // b, "arith.floordivsi": lambda a, b: a // b,
-         "arith.remui": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min,
-         "arith.maxsi": max, "arith.minsi": min}
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+    "arith.ceildivui": lambda a, b: -(-a // b), "arith.ceildivsi": lambda a, b: -(-a // b),
+    "arith.divui": lambda a, b: a // b, "arith.floordivsi": lambda a, b: a // b,
+    "arith.remui": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min,
+    "arith.maxsi": max, "arith.minsi": min}
 
 
 class ProgramImporter:

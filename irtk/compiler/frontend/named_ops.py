@@ -7,12 +7,16 @@ becomes max-reduce, exp(x - max), sum-reduce, divide.
 """
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects.builtin import (AffineMapAttr, ArrayAttr, DenseIntOrFPElementsAttr,
+                                   IntegerAttr, StringAttr)
+from xdsl.ir import SSAValue
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, is_float
 from irtk.compiler.frontend.body_ops import translate_block
-from irtk.compiler.frontend.convert import affine_map
+from irtk.compiler.frontend.convert import affine_map, int_array
 from irtk.compiler.frontend.dialects.linalg import NamedOp, TypeFn, TypeFnAttr
 from irtk.compiler.frontend.import_context import ImportContext
 from irtk.compiler.kernel import BODY_OPS, AffineMap
@@ -27,7 +31,7 @@ def _dims_map(n: int, dims: list[int]) -> AffineMap:
     return _map(n, [[1 if j == d else 0 for j in range(n)] + [0] for d in dims])
 
 
-def _ints(op: NamedOp, key: str, default=None) -> list[int]:
+def _ints(op: NamedOp, key: str, default: Sequence[int] | None = None) -> list[int]:
     attr = op.attributes.get(key)
     if attr is None:
         if default is None:
@@ -37,9 +41,21 @@ def _ints(op: NamedOp, key: str, default=None) -> list[int]:
         values = attr.get_values()
         if all(isinstance(v, int) for v in values):
             return [int(v) for v in values]
-    if isinstance(attr, ArrayAttr) and all(isinstance(a, IntegerAttr) for a in attr):
-        return [int(a.value.data) for a in attr]  # type: ignore[attr-defined]
+    ints = int_array(attr)
+    if ints is not None:
+        return ints
     raise Unsupported(f"{op.name}: cannot read '{key}'", op)
+
+
+def _indexing_maps(op: NamedOp) -> list[AffineMap]:
+    """A contraction's `indexing_maps` attribute, converted (Unsupported unless it is a list
+    of affine maps)."""
+    attr = op.attributes.get("indexing_maps")
+    maps = [m for m in attr.data if isinstance(m, AffineMapAttr)] \
+        if isinstance(attr, ArrayAttr) else []
+    if not isinstance(attr, ArrayAttr) or len(maps) != len(attr.data):
+        raise Unsupported(f"{op.name}: indexing_maps must be a list of affine maps", op)
+    return [affine_map(m.data, op) for m in maps]
 
 
 def _unsigned(op: NamedOp) -> bool:
@@ -48,7 +64,7 @@ def _unsigned(op: NamedOp) -> bool:
 
 
 def _elt(v: tir.Value) -> str:
-    return v.type.element_type if isinstance(v.type, tir.TensorType) else v.type.name  # type: ignore[union-attr]
+    return v.type.element_type if isinstance(v.type, tir.TensorType) else v.type.name
 
 
 # Contractions: loop dims, then (input maps' dims, output dims), reduction dims.
@@ -76,7 +92,7 @@ def _contraction(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]
     reduction = set(loops) - set(c_dims)
     iterators = ["reduction" if d in reduction else "parallel" for d in loops]
     if "indexing_maps" in op.attributes:
-        maps = [affine_map(m.data, op) for m in op.attributes["indexing_maps"]]  # type: ignore[attr-defined]
+        maps = _indexing_maps(op)
         if len(maps) != 3 or any(m.num_dims != n for m in maps):
             raise Unsupported(f"{op.name}: indexing_maps do not fit", op)
         # The reduction dims are those the output map does not use.
@@ -132,7 +148,8 @@ _POOL_LAYOUTS = {
 }
 
 
-def _window_maps(op: NamedOp, spec) -> tuple[list[AffineMap], list[str]]:
+def _window_maps(op: NamedOp, spec: tuple[str, str, str, str]
+                 ) -> tuple[list[AffineMap], list[str]]:
     loops, in_spec, f_spec, out_spec = (s.split() for s in spec)
     n = len(loops)
     spatial = [e for e in in_spec if "+" in e]
@@ -197,8 +214,11 @@ def _pooling(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
                        [r], [], op)
 
 
-# Elementwise named ops: body from the (converted) arguments.
-def _unary(name_f: str, name_i: str | None = None):
+# Elementwise named ops: body from the (converted) arguments, of element type `t`.
+ElementwiseBody = Callable[[Body, list[int], str], int]
+
+
+def _unary(name_f: str, name_i: str | None = None) -> ElementwiseBody:
     def build(body: Body, args: list[int], t: str) -> int:
         if not is_float(t):
             if name_i is None:
@@ -208,11 +228,11 @@ def _unary(name_f: str, name_i: str | None = None):
     return build
 
 
-def _binary(kind: str):
+def _binary(kind: str) -> ElementwiseBody:
     return lambda body, args, t: body.binary(kind, args[0], args[1], t)
 
 
-_ELEMENTWISE = {
+_ELEMENTWISE: dict[str, ElementwiseBody] = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
     "max": _binary("max"), "min": _binary("min"),
     "div_unsigned": lambda body, a, t: body.add("arith.divui", (a[0], a[1]), t),
@@ -230,7 +250,7 @@ _ELEMENTWISE = {
 def _elementwise(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     out = imp.value(op.outputs[0])
     t = _elt(out)
-    rank = len(out.type.shape)  # type: ignore[union-attr]
+    rank = len(out.tensor_type.shape)
     ident = _dims_map(rank, list(range(rank)))
     ins = [imp.value(v) for v in op.inputs]
     body = Body(len(ins), 1)
@@ -252,7 +272,7 @@ def _elementwise(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]
 def _fill(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     out = imp.value(op.outputs[0])
     value = imp.value(op.inputs[0])
-    rank = len(out.type.shape)  # type: ignore[union-attr]
+    rank = len(out.tensor_type.shape)
     body = Body(0, 1)
     captures: list[tir.Value] = []
     v = body.cast(imp.capture(body, captures, value), _elt(value), _elt(out))
@@ -276,34 +296,35 @@ def _transpose(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
 def _broadcast(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     x, out = imp.value(op.inputs[0]), imp.value(op.outputs[0])
     added = _ints(op, "dimensions")
-    rank = len(out.type.shape)  # type: ignore[union-attr]
+    rank = len(out.tensor_type.shape)
     body = Body(1, 1)
     return imp.generic([(x, _dims_map(rank, [d for d in range(rank) if d not in added]))],
                        [(out, _dims_map(rank, list(range(rank))))], ["parallel"] * rank, body,
                        [body.arg(0)], [], op)
 
 
-def _region_or_fn(imp: ImportContext, op: NamedOp, body: Body, env_args: list[int], captures,
-                  result_type: str) -> list[int]:
+def _region_or_fn(imp: ImportContext, op: NamedOp, body: Body, env_args: list[int],
+                  captures: list[tir.Value], result_type: str) -> list[int]:
     """The yielded values of a map/reduce body: its region, or the short form `{fn}`, which
     applies scalar op `fn` to the block arguments in order."""
     if op.body.blocks:
         block = op.body.blocks[0]
-        env = {a: v for a, v in zip(block.args, env_args)}
+        env: dict[SSAValue, int] = {a: v for a, v in zip(block.args, env_args)}
         return translate_block(imp, body, block, env, captures, {})
-    fn = op.attributes.get("fn")
+    fn = op.attributes.get("fn")   # the parser makes it a StringAttr
     if fn is None:
         raise Unsupported(f"{op.name} has neither a body nor a function", op)
-    if fn.data not in BODY_OPS or fn.data in ("arith.cmpf", "arith.cmpi"):  # type: ignore[attr-defined]
-        raise Unsupported(f"{op.name}: unsupported function {fn.data}", op)  # type: ignore[attr-defined]
-    return [body.add(fn.data, env_args, result_type)]  # type: ignore[attr-defined]
+    name = fn.data if isinstance(fn, StringAttr) else str(fn)
+    if name not in BODY_OPS or name in ("arith.cmpf", "arith.cmpi"):
+        raise Unsupported(f"{op.name}: unsupported function {name}", op)
+    return [body.add(name, env_args, result_type)]
 
 
 def _reduce(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     ins = [imp.value(v) for v in op.inputs]
     outs = [imp.value(v) for v in op.outputs]
     reduced = _ints(op, "dimensions")
-    rank = len(ins[0].type.shape)  # type: ignore[union-attr]
+    rank = len(ins[0].tensor_type.shape)
     kept = [d for d in range(rank) if d not in reduced]
     body = Body(len(ins), len(outs))
     captures: list[tir.Value] = []
@@ -318,7 +339,7 @@ def _reduce(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
 def _linalg_map(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     ins = [imp.value(v) for v in op.inputs]
     out = imp.value(op.outputs[0])
-    rank = len(out.type.shape)  # type: ignore[union-attr]
+    rank = len(out.tensor_type.shape)
     ident = _dims_map(rank, list(range(rank)))
     body = Body(len(ins), 1)
     captures: list[tir.Value] = []
@@ -334,8 +355,11 @@ def _softmax(imp: ImportContext, op: NamedOp, short: str) -> list[tir.Value]:
     t = _elt(out)
     if not is_float(t):
         raise Unsupported(f"{op.name} needs a float type", op)
-    dim = int(op.attributes["dimension"].value.data)  # type: ignore[attr-defined]
-    rank = len(x.type.shape)  # type: ignore[union-attr]
+    dim_attr = op.attributes.get("dimension")   # verified: a dim of the output
+    if not isinstance(dim_attr, IntegerAttr):
+        raise Unsupported(f"{op.name} needs 'dimension'", op)
+    dim = int(dim_attr.value.data)
+    rank = len(x.tensor_type.shape)
     dims = imp.dims(x, op)
     kept = [d for d in range(rank) if d != dim]
     ident = _dims_map(rank, list(range(rank)))
@@ -407,7 +431,7 @@ def operand_counts(short: str, num_inputs: int) -> tuple[int, int] | None:
     return None   # linalg.map: any number of inputs, one output
 
 
-def structure(op: NamedOp, ranks: list[int]) -> tuple[list[AffineMap | None], list[str]]:
+def structure(op: NamedOp, ranks: list[int]) -> tuple[Sequence[AffineMap | None], list[str]]:
     """The indexing maps (None for a scalar operand) and iterator types linalg gives `op`,
     whose operands have `ranks`; Unsupported for attributes that do not fit."""
     short = op.name.removeprefix("linalg.")
@@ -417,10 +441,7 @@ def structure(op: NamedOp, ranks: list[int]) -> tuple[list[AffineMap | None], li
         loops, a_dims, b_dims, c_dims = (s.split() for s in _CONTRACTIONS[short])
         n = len(loops)
         if "indexing_maps" in op.attributes:
-            attr = op.attributes["indexing_maps"]
-            if not isinstance(attr, ArrayAttr) or not all(hasattr(m, "data") for m in attr):
-                raise Unsupported(f"{op.name}: indexing_maps must be a list of affine maps", op)
-            maps = [affine_map(m.data, op) for m in attr]  # type: ignore[attr-defined]
+            maps = _indexing_maps(op)
             if len(maps) != 3 or any(m.num_dims != maps[0].num_dims for m in maps):
                 raise Unsupported(f"{op.name}: indexing_maps must be 3 maps over the same "
                                   "loops", op)

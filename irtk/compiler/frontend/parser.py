@@ -10,16 +10,17 @@ import functools
 import math
 import re
 import struct
+from typing import TypeAlias
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import (DYNAMIC_INDEX, AnyFloat, BFloat16Type, ComplexType,
-                                   DenseIntOrFPElementsAttr, Float16Type, Float32Type,
-                                   Float64Type, IndexType, IntegerType, ModuleOp,
+from xdsl.dialects.builtin import (DYNAMIC_INDEX, AnyDenseElement, AnyFloat, BFloat16Type,
+                                   ComplexType, DenseIntOrFPElementsAttr, Float16Type,
+                                   Float32Type, Float64Type, IndexType, IntegerType, ModuleOp,
                                    RankedStructure, ReducedPrecisionFloatType, Signedness)
-from xdsl.irdl import base
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.irdl import AttrConstraint, base
+from xdsl.ir import Operation, TypeAttribute
+from xdsl.parser import AttrParser, Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
@@ -30,32 +31,39 @@ from irtk.errors import ParseError
 
 # A ranked tensor type without encoding: `tensor<4x?xf32>`.
 _TENSOR_TYPE = re.compile(r"tensor<(?:(?:[0-9]+|\?)x)*[A-Za-z][A-Za-z0-9_]*>")
-_TYPE_CACHE: dict[str, object] = {}
+_TYPE_CACHE: dict[str, TypeAttribute] = {}
+# A dense literal's type, as xDSL's parser types it.
+_DenseType: TypeAlias = RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]
+# A dense literal element's value.
+_Element: TypeAlias = int | float | tuple[int, int] | tuple[float, float]
 
 
 @functools.cache
-def _dense_type_constraint():
+def _dense_type_constraint() -> AttrConstraint[_DenseType]:
     """What a dense literal's type may be (as xDSL checks it)."""
-    return base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
+    # xDSL reads a union of types passed as a value; mypy types only classes there.
+    return base(_DenseType)  # type: ignore[arg-type]
 
 
 class _HexElement(Parser._TensorLiteralElement):
     """A dense literal element written in hex: for a float type MLIR reads it as the bit
     pattern (`0x7C : f8E5M2` is +inf), which xDSL reads as an integer value instead."""
 
-    def to_type(self, parser, type):  # type: ignore[override]
+    def to_type(self, parser: AttrParser,
+                type: AnyFloat | IntegerType | IndexType | ComplexType) -> _Element:
+        bits = self.to_int(parser)   # the token is an integer literal
         if isinstance(type, ReducedPrecisionFloatType):
-            return type.decode_bits(int(self.value))
+            return type.decode_bits(bits)
         formats = {16: ("<H", "<e"), 32: ("<I", "<f"), 64: ("<Q", "<d")}
         if isinstance(type, (Float16Type, Float32Type, Float64Type)):
             raw, real = formats[type.bitwidth]
-            return struct.unpack(real, struct.pack(raw, int(self.value)))[0]
+            return float(struct.unpack(real, struct.pack(raw, bits))[0])
         if isinstance(type, BFloat16Type):
-            return struct.unpack("<f", struct.pack("<I", int(self.value) << 16))[0]
+            return float(struct.unpack("<f", struct.pack("<I", bits << 16))[0])
         if isinstance(type, IntegerType):
             # Hex integers are bit patterns too: 0xCA in i8 is -54.
             width = type.width.data
-            value = int(self.value) & ((1 << width) - 1)
+            value = bits & ((1 << width) - 1)
             if type.signedness.data != Signedness.UNSIGNED and width > 1 \
                     and value >= 1 << (width - 1):
                 value -= 1 << width
@@ -82,7 +90,7 @@ class _LocatingParser(Parser):
         self.source_map.record(op, start)
         return op
 
-    def parse_optional_type(self):  # type: ignore[override]
+    def parse_optional_type(self) -> TypeAttribute | None:
         """Ranked tensor types, written over and over in a program, are parsed once each
         (types are immutable, so one instance serves every use)."""
         token = self._current_token
@@ -96,17 +104,19 @@ class _LocatingParser(Parser):
             self._resume_from(m.end())
             return cached
         parsed = super().parse_optional_type()
-        if len(_TYPE_CACHE) < 4096:
+        if parsed is not None and len(_TYPE_CACHE) < 4096:
             _TYPE_CACHE[m.group()] = parsed
         return parsed
 
-    def parse_dense_int_or_fp_elements_attr(self, type):  # type: ignore[override]
+    def parse_dense_int_or_fp_elements_attr(
+            self, type: RankedStructure[AnyDenseElement] | None) -> DenseIntOrFPElementsAttr:
         """Plain numeric literals and splats on a fast path (dense_literal.py); the rest, and
         every error, through xDSL."""
         fast = self._fast_dense(type)
         return fast if fast is not None else super().parse_dense_int_or_fp_elements_attr(type)
 
-    def _fast_dense(self, type):
+    def _fast_dense(self, type: RankedStructure[AnyDenseElement] | None
+                    ) -> DenseIntOrFPElementsAttr | None:
         text = self.lexer.input.content
         if self._current_token.text != "<":
             return None
@@ -144,9 +154,12 @@ class _LocatingParser(Parser):
         if isinstance(type.element_type, ComplexType):
             self.raise_error("complex dense literals need (re, im) pairs")
         # One element packed, its bytes repeated: from_list does this for a 1-element list.
-        return DenseIntOrFPElementsAttr.from_list(type, [element.to_type(self, type.element_type)])
+        # to_type gives the value the element type holds, a pairing of union members that
+        # from_list's overloads state and mypy cannot follow.
+        value = element.to_type(self, type.element_type)
+        return DenseIntOrFPElementsAttr.from_list(type, [value])  # type: ignore[type-var]
 
-    def _parse_dense_literal_type(self):  # type: ignore[override]
+    def _parse_dense_literal_type(self) -> _DenseType:
         """The type after a dense literal, refused before a splat is expanded to a size that
         would not fit in memory."""
         start = self.pos
@@ -167,7 +180,7 @@ class _LocatingParser(Parser):
                              start, self.pos)
         return type
 
-    def _parse_tensor_literal_element(self):  # type: ignore[override]
+    def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
         token = self._current_token
         element = super()._parse_tensor_literal_element()
         if token.kind == MLIRTokenKind.INTEGER_LIT and token.text.lower().startswith("0x"):

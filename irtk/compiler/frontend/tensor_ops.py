@@ -8,14 +8,18 @@ guarded by bounds checks where the result has padding.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, bit_width
 from irtk.compiler.frontend.body_ops import translate_block
-from irtk.compiler.frontend.convert import convert_type
+from irtk.compiler.frontend.convert import convert_tensor_type, convert_type, int_array
+from irtk.compiler.frontend.dialects import flow, tensor_ext
+from irtk.compiler.frontend.dialects.linalg import PackOp, UnpackOp
 from irtk.compiler.frontend.import_context import ImportContext
 from irtk.compiler.kernel import AffineMap
 
@@ -27,13 +31,20 @@ def _ident(rank: int) -> AffineMap:
 
 
 def _elt(v: tir.Value) -> str:
-    return v.type.element_type  # type: ignore[union-attr]
+    return v.tensor_type.element_type
 
 
-def _mixed(static, dynamic, imp: ImportContext) -> list[Index]:
+def _mixed(static: Sequence[int], dynamic: Sequence[SSAValue],
+           imp: ImportContext) -> list[Index]:
     """xDSL's static list with DYNAMIC_INDEX holes, filled from the dynamic operands."""
     values = iter(dynamic)
     return [imp.value(next(values)) if s == DYNAMIC_INDEX else int(s) for s in static]
+
+
+def _ints(values: list[Index]) -> list[int] | None:
+    """`values` when every one is static; None when one is a host value."""
+    ints = [v for v in values if isinstance(v, int)]
+    return ints if len(ints) == len(values) else None
 
 
 def _bval(imp: ImportContext, body: Body, captures: list[tir.Value], x: Index) -> int:
@@ -61,11 +72,13 @@ def _cast(imp: ImportContext, op: tensor.CastOp) -> list[tir.Value]:
 def _dim(imp: ImportContext, op: tensor.DimOp) -> list[tir.Value]:
     source, index = imp.value(op.source), imp.value(op.index)
     i = imp.constants.get(index.id)
-    rank = len(source.type.shape)  # type: ignore[union-attr]
+    shape = source.tensor_type.shape
+    rank = len(shape)
     if i is not None and not 0 <= i < rank:
         raise Unsupported(f"tensor.dim: index {i} is out of range for a rank-{rank} tensor", op)
-    if i is not None and source.type.shape[i] is not None:  # type: ignore[union-attr]
-        return [imp.index_const(source.type.shape[i], op)]  # type: ignore[union-attr]
+    size = shape[i] if i is not None else None
+    if size is not None:
+        return [imp.index_const(size, op)]
     return imp.emit("tensor.dim", [source, index], [tir.ScalarType("index")], op).results
 
 
@@ -83,10 +96,12 @@ def _expand(imp: ImportContext, op: tensor.ExpandShapeOp) -> list[tir.Value]:
 def _collapse(imp: ImportContext, op: tensor.CollapseShapeOp) -> list[tir.Value]:
     groups = [[int(i.value.data) for i in g] for g in op.reassociation]
     src = imp.value(op.src)
-    result_type = convert_type(op.result.type, op)
-    dims = imp.dims(src, op) if not src.type.is_static else list(src.type.shape)  # type: ignore[union-attr]
+    result_type = convert_tensor_type(op.result.type, op)
+    src_type = src.tensor_type
+    dims: list[Index] = imp.dims(src, op) if not src_type.is_static \
+        else list(src_type.static_shape)
     dynamic = []
-    for g, d in zip(groups, result_type.shape):  # type: ignore[union-attr]
+    for g, d in zip(groups, result_type.shape):
         if d is None:
             acc = imp.index_value(dims[g[0]], op)
             for j in g[1:]:
@@ -97,7 +112,7 @@ def _collapse(imp: ImportContext, op: tensor.CollapseShapeOp) -> list[tir.Value]
 
 # ---- content ops -------------------------------------------------------------------------------
 def _result_dims(imp: ImportContext, result_type: tir.TensorType, sizes: list[Index],
-                 op) -> list[Index]:
+                 op: Operation) -> list[Index]:
     """A result's dims: static where its type says so, else the op's size values."""
     it = iter(s for s in sizes)
     out: list[Index] = []
@@ -107,10 +122,12 @@ def _result_dims(imp: ImportContext, result_type: tir.TensorType, sizes: list[In
     return out
 
 
-def _kept_dims(source_rank: int, sizes: list[Index], result_shape) -> list[bool]:
+def _kept_dims(source_rank: int, sizes: list[Index],
+               result_shape: Sequence[int | None]) -> list[bool]:
     """Which source dims a (possibly rank-reducing) slice keeps: unit dims are dropped from the
     left until the ranks match, as MLIR infers them."""
-    kept, j = [], 0
+    kept: list[bool] = []
+    j = 0
     drop = source_rank - len(result_shape)
     for s in sizes:
         fits = j < len(result_shape) and (result_shape[j] is None or not isinstance(s, int)
@@ -130,7 +147,7 @@ def _kept_dims(source_rank: int, sizes: list[Index], result_shape) -> list[bool]
 
 def _extract_slice(imp: ImportContext, op: tensor.ExtractSliceOp) -> list[tir.Value]:
     src = imp.value(op.source)
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
     offsets = _mixed(op.static_offsets.get_values(), op.offsets, imp)
     sizes = _mixed(op.static_sizes.get_values(), op.sizes, imp)
     strides = _mixed(op.static_strides.get_values(), op.strides, imp)
@@ -141,25 +158,26 @@ def _extract_slice(imp: ImportContext, op: tensor.ExtractSliceOp) -> list[tir.Va
     n = len(rt.shape)
     out = imp.empty(_result_dims(imp, rt, [s for s, k in zip(sizes, kept) if k], op),
                     rt.element_type, op)
-    loop_of = {}
+    loop_of: dict[int, int] = {}
     j = 0
     for i, k in enumerate(kept):
         if k:
             loop_of[i] = j
             j += 1
-    src_shape = src.type.shape  # type: ignore[union-attr]
+    src_shape = src.tensor_type.shape
     # A map row `d` (offset 0, stride 1) would claim that the source dim is the loop's extent;
     # where it is not, read with a gather instead so that maps never mislead loop inference.
     misleading = any(offsets[i] == 0 and strides[i] == 1
                      and (src_shape[i] is None or src_shape[i] != rt.shape[loop_of[i]])
                      for i in loop_of)
-    if all(isinstance(x, int) for x in offsets + strides) and not misleading:
+    static_offsets, static_strides = _ints(offsets), _ints(strides)
+    if static_offsets is not None and static_strides is not None and not misleading:
         rows = []
         for i in range(len(offsets)):
             r = [0] * (n + 1)
             if i in loop_of:
-                r[loop_of[i]] = strides[i]  # type: ignore[assignment]
-            r[n] = offsets[i]  # type: ignore[assignment]
+                r[loop_of[i]] = static_strides[i]
+            r[n] = static_offsets[i]
             rows.append(tuple(r))
         body = Body(1, 1)
         return imp.generic([(src, AffineMap(n, tuple(rows)))], [(out, _ident(n))],
@@ -185,13 +203,14 @@ def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list
     so that elements outside the slice keep their values. Static: a generic over the source
     with `offset + stride * i` output rows. Dynamic: a generic over dest whose points inside
     the slice gather their source element and the others keep dest's."""
-    src_shape = source.type.shape  # type: ignore[union-attr]
-    dest_shape = dest.type.shape  # type: ignore[union-attr]
+    src_shape = source.tensor_type.shape
+    dest_shape = dest.tensor_type.shape
     try:
         kept = _kept_dims(len(offsets), sizes, src_shape)
     except Unsupported as e:
         raise Unsupported(str(e), op) from None
-    loop_of, j = {}, 0
+    loop_of: dict[int, int] = {}
+    j = 0
     for i, k in enumerate(kept):
         if k:
             loop_of[i] = j
@@ -201,15 +220,16 @@ def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list
     misleading = any(offsets[i] == 0 and strides[i] == 1
                      and (dest_shape[i] is None or dest_shape[i] != src_shape[loop_of[i]])
                      for i in loop_of)
-    if all(isinstance(x, int) for x in offsets + strides) and not misleading:
+    static_offsets, static_strides = _ints(offsets), _ints(strides)
+    if static_offsets is not None and static_strides is not None and not misleading:
         n = len(src_shape)
         rows = []
         for i in range(len(offsets)):
-            r = [0] * (n + 1)
+            row = [0] * (n + 1)
             if i in loop_of:
-                r[loop_of[i]] = strides[i]  # type: ignore[assignment]
-            r[n] = offsets[i]  # type: ignore[assignment]
-            rows.append(tuple(r))
+                row[loop_of[i]] = static_strides[i]
+            row[n] = static_offsets[i]
+            rows.append(tuple(row))
         body = Body(1, 1)
         return imp.generic([(source, _ident(n))], [(dest, AffineMap(n, tuple(rows)))],
                            ["parallel"] * n, body, [body.arg(0)], [], op)[0]
@@ -217,7 +237,8 @@ def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list
     body = Body(1, 1)
     captures: list[tir.Value] = []
     zero = body.const(0, "index")
-    conds, src_indices = [], []
+    conds: list[int] = []
+    src_indices: list[int] = []
     for i in range(n):
         rel = body.add("arith.subi", (body.index(i), _bval(imp, body, captures, offsets[i])),
                        "index")
@@ -231,6 +252,7 @@ def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list
         if kept[i]:
             src_indices.append(q)
     inside = _all(body, conds)
+    assert inside is not None, "a slice that is not static has a dim, so conditions"
     safe = [body.add("arith.select", (inside, q, zero), "index") for q in src_indices]
     v = body.extract(0, safe, _elt(dest))
     r = body.add("arith.select", (inside, v, body.out(0)), _elt(dest))
@@ -246,39 +268,42 @@ def _insert_slice(imp: ImportContext, op: tensor.InsertSliceOp) -> list[tir.Valu
 
 
 def _concat(imp: ImportContext, op: tensor.ConcatOp) -> list[tir.Value]:
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
     d = int(op.dim.value.data)
     inputs = [imp.value(v) for v in op.inputs]
     in_dims = [imp.dims(v, op) for v in inputs]
     dims: list[Index] = list(in_dims[0])
     total: Index = 0
     for ds in in_dims:
-        total = total + ds[d] if isinstance(total, int) and isinstance(ds[d], int) else \
-            imp.host_arith("arith.addi", imp.index_value(total, op), imp.index_value(ds[d], op), op)
+        size = ds[d]
+        total = total + size if isinstance(total, int) and isinstance(size, int) else \
+            imp.host_arith("arith.addi", imp.index_value(total, op), imp.index_value(size, op), op)
     dims[d] = total
-    result = imp.empty([rt.shape[i] if rt.shape[i] is not None else dims[i]
-                        for i in range(len(dims))], rt.element_type, op)
+    result = imp.empty([s if s is not None else dim for s, dim in zip(rt.shape, dims)],
+                       rt.element_type, op)
     offset: Index = 0
     for v, ds in zip(inputs, in_dims):
         offsets: list[Index] = [0] * len(dims)
         offsets[d] = offset
         result = insert(imp, v, result, offsets, ds, [1] * len(dims), op)
-        offset = offset + ds[d] if isinstance(offset, int) and isinstance(ds[d], int) else \
-            imp.host_arith("arith.addi", imp.index_value(offset, op), imp.index_value(ds[d], op), op)
+        size = ds[d]
+        offset = offset + size if isinstance(offset, int) and isinstance(size, int) else \
+            imp.host_arith("arith.addi", imp.index_value(offset, op), imp.index_value(size, op), op)
     return [result]
 
 
 def _pad(imp: ImportContext, op: tensor.PadOp) -> list[tir.Value]:
     src = imp.value(op.source)
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
     low = _mixed(op.static_low.get_values(), op.low, imp)
     high = _mixed(op.static_high.get_values(), op.high, imp)
     src_dims = imp.dims(src, op)
     n = len(low)
     dims: list[Index] = []
     for i in range(n):
-        if rt.shape[i] is not None:
-            dims.append(rt.shape[i])
+        size = rt.shape[i]
+        if size is not None:
+            dims.append(size)
         else:
             s = imp.host_arith("arith.addi", imp.index_value(src_dims[i], op),
                                imp.index_value(low[i], op), op)
@@ -287,10 +312,11 @@ def _pad(imp: ImportContext, op: tensor.PadOp) -> list[tir.Value]:
     body = Body(1, 1)
     captures: list[tir.Value] = []
     block = op.region.blocks[0]
-    env = {a: body.index(i) for i, a in enumerate(block.args)}
+    env: dict[SSAValue, int] = {a: body.index(i) for i, a in enumerate(block.args)}
     pad_value = translate_block(imp, body, block, env, captures, {})[0]
     zero = body.const(0, "index")
-    conds, indices = [], []
+    conds: list[int] = []
+    indices: list[int] = []
     for i in range(n):
         rel = body.add("arith.subi", (body.index(i), _bval(imp, body, captures, low[i])), "index")
         conds.append(body.add("arith.cmpi", (rel, zero), "i1", predicate="sge"))
@@ -310,7 +336,7 @@ def _pad(imp: ImportContext, op: tensor.PadOp) -> list[tir.Value]:
 
 def _insert_scalar(imp: ImportContext, op: tensor.InsertOp) -> list[tir.Value]:
     dest = imp.value(op.dest)
-    n = len(dest.type.shape)  # type: ignore[union-attr]
+    n = len(dest.tensor_type.shape)
     body = Body(0, 1)
     captures: list[tir.Value] = []
     conds = [body.add("arith.cmpi", (body.index(i), imp.capture(body, captures, imp.value(x))),
@@ -322,13 +348,14 @@ def _insert_scalar(imp: ImportContext, op: tensor.InsertOp) -> list[tir.Value]:
 
 
 def _from_elements(imp: ImportContext, op: tensor.FromElementsOp) -> list[tir.Value]:
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
-    n = len(rt.shape)
-    out = imp.empty(list(rt.shape), rt.element_type, op)
+    rt = convert_tensor_type(op.result.type, op)
+    shape = rt.static_shape   # its elements are listed
+    n = len(shape)
+    out = imp.empty(list(shape), rt.element_type, op)
     body = Body(0, 1)
     captures: list[tir.Value] = []
     linear = body.const(0, "index")
-    for i, d in enumerate(rt.shape):
+    for i, d in enumerate(shape):
         linear = body.add("arith.addi", (body.add("arith.muli", (linear, body.const(d, "index")),
                                                   "index"), body.index(i)), "index")
     r = None
@@ -339,11 +366,13 @@ def _from_elements(imp: ImportContext, op: tensor.FromElementsOp) -> list[tir.Va
         else:
             hit = body.add("arith.cmpi", (linear, body.const(k, "index")), "i1", predicate="eq")
             r = body.add("arith.select", (hit, v, r), rt.element_type)
+    if r is None:
+        raise Unsupported("tensor.from_elements of no elements is not supported", op)
     return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [r], captures, op)
 
 
 def _splat(imp: ImportContext, op: tensor.SplatOp) -> list[tir.Value]:
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
     out = imp.emit("empty", [imp.value(v) for v in op.dynamicSizes], [rt], op).result
     n = len(rt.shape)
     body = Body(0, 1)
@@ -352,9 +381,9 @@ def _splat(imp: ImportContext, op: tensor.SplatOp) -> list[tir.Value]:
     return imp.generic([], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
 
 
-def _bitcast(imp: ImportContext, op) -> list[tir.Value]:
+def _bitcast(imp: ImportContext, op: tensor_ext.BitcastOp) -> list[tir.Value]:
     src = imp.value(op.source)
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
     n = len(rt.shape)
     out = imp.empty(imp.dims(src, op), rt.element_type, op)
     body = Body(1, 1)
@@ -362,19 +391,20 @@ def _bitcast(imp: ImportContext, op) -> list[tir.Value]:
                        [body.add("arith.bitcast", (body.arg(0),), rt.element_type)], [], op)
 
 
-def flow_bitcast(imp: ImportContext, op) -> tir.Value:
+def flow_bitcast(imp: ImportContext, op: flow.TensorBitCastOp) -> tir.Value:
     """flow.tensor.bitcast: the same bytes as another element type; the innermost dim scales
     (e.g. tensor<2xi8> -> tensor<4xf4E2M1FN>: element 2k is the low nibble of byte k)."""
     src = imp.value(op.source)
-    rt: tir.TensorType = convert_type(op.result.type, op)  # type: ignore[assignment]
-    st: tir.TensorType = src.type  # type: ignore[assignment]
+    rt = convert_tensor_type(op.result.type, op)
+    st = src.tensor_type
     if not (st.is_static and rt.is_static) or len(st.shape) != len(rt.shape) or not rt.shape:
         raise Unsupported("flow.tensor.bitcast needs static shapes of one rank", op)
+    src_shape, shape = st.static_shape, rt.static_shape
     a, b = bit_width(st.element_type), bit_width(rt.element_type)
-    if st.shape[:-1] != rt.shape[:-1] or st.shape[-1] * a != rt.shape[-1] * b:
+    if src_shape[:-1] != shape[:-1] or src_shape[-1] * a != shape[-1] * b:
         raise Unsupported("flow.tensor.bitcast must keep the bytes of each row", op)
-    n = len(rt.shape)
-    out = imp.empty(list(rt.shape), rt.element_type, op)
+    n = len(shape)
+    out = imp.empty(list(shape), rt.element_type, op)
     body = Body(1, 1)
     ia, ib = f"i{a}", f"i{b}"
     outer = [body.index(i) for i in range(n - 1)]
@@ -411,31 +441,42 @@ def flow_bitcast(imp: ImportContext, op) -> tir.Value:
 
 
 # ---- pack / unpack -----------------------------------------------------------------------------
-def _pack_attrs(imp: ImportContext, op) -> tuple[list[int], list[Index]]:
-    """inner_dims_pos, and each inner tile as an int or a host index value."""
-    pos = [int(a.value.data) for a in op.attributes["inner_dims_pos"]]
+def _pack_ints(op: PackOp | UnpackOp, key: str) -> list[int]:
+    """An integer list attribute of linalg.pack/unpack (`_int_list` parsed it)."""
+    values = int_array(op.attributes.get(key))
+    if values is None:
+        raise Unsupported(f"{op.name}: cannot read '{key}'", op)
+    return values
+
+
+def _pack_attrs(imp: ImportContext, op: PackOp | UnpackOp, rank: int
+                ) -> tuple[list[int], list[Index], list[int]]:
+    """inner_dims_pos, each inner tile as an int or a host index value, and outer_dims_perm
+    (the identity when absent) over the `rank` dims of the unpacked tensor."""
+    pos = _pack_ints(op, "inner_dims_pos")
     dynamic = iter(op.inner_tiles)
     tiles: list[Index] = []
-    for a in op.attributes["static_inner_tiles"]:
-        t = int(a.value.data)
+    for t in _pack_ints(op, "static_inner_tiles"):
         tiles.append(imp.value(next(dynamic)) if t < 0 else t)
-    return pos, tiles
+    perm = _pack_ints(op, "outer_dims_perm") if "outer_dims_perm" in op.attributes \
+        else list(range(rank))
+    return pos, tiles, perm
 
 
-def pack(imp: ImportContext, op) -> tir.Value:
+def pack(imp: ImportContext, op: PackOp) -> tir.Value:
     """linalg.pack: dest[outer (permuted), inner] = source[outer * tile + inner], or the padding
     value where that is past the source's end."""
     src, dest = imp.value(op.source), imp.value(op.dest)
-    pos, tiles = _pack_attrs(imp, op)
-    r = len(src.type.shape)  # type: ignore[union-attr]
-    perm = [int(a.value.data) for a in op.attributes["outer_dims_perm"]] \
-        if "outer_dims_perm" in op.attributes else list(range(r))
+    r = len(src.tensor_type.shape)
+    pos, tiles, perm = _pack_attrs(imp, op, r)
     n = r + len(pos)
     body = Body(1, 1)
     captures: list[tir.Value] = []
     src_dims = imp.dims(src, op)
     zero = body.const(0, "index")
-    indices, conds = [], []
+    padding = op.padding_value
+    indices: list[int] = []
+    conds: list[int] = []
     for j in range(r):
         outer = body.index(perm.index(j))
         if j in pos:
@@ -443,31 +484,29 @@ def pack(imp: ImportContext, op) -> tir.Value:
             x = body.add("arith.addi", (body.add("arith.muli", (outer, _bval(imp, body, captures,
                                                                               tiles[i])), "index"),
                                         body.index(r + i)), "index")
-            if op.padding_value is not None:
+            if padding is not None:
                 conds.append(body.add("arith.cmpi", (x, _bval(imp, body, captures, src_dims[j])),
                                       "i1", predicate="slt"))
             indices.append(x)
         else:
             indices.append(outer)
-    inside = _all(body, conds)
+    inside = _all(body, conds)   # None unless there is padding
     elt = _elt(dest)
-    if inside is None:
+    if inside is None or padding is None:
         v = body.extract(0, indices, elt)
     else:
         safe = [body.add("arith.select", (inside, x, zero), "index") for x in indices]
-        pad = imp.capture(body, captures, imp.value(op.padding_value))
+        pad = imp.capture(body, captures, imp.value(padding))
         v = body.add("arith.select", (inside, body.extract(0, safe, elt), pad), elt)
     return imp.generic([(src, None)], [(dest, _ident(n))], ["parallel"] * n, body, [v],
                        captures, op)[0]
 
 
-def unpack(imp: ImportContext, op) -> tir.Value:
+def unpack(imp: ImportContext, op: UnpackOp) -> tir.Value:
     """linalg.unpack: dest[i] = source[outer (permuted) = i / tile, inner = i % tile]."""
     src, dest = imp.value(op.source), imp.value(op.dest)
-    pos, tiles = _pack_attrs(imp, op)
-    r = len(dest.type.shape)  # type: ignore[union-attr]
-    perm = [int(a.value.data) for a in op.attributes["outer_dims_perm"]] \
-        if "outer_dims_perm" in op.attributes else list(range(r))
+    r = len(dest.tensor_type.shape)
+    pos, tiles, perm = _pack_attrs(imp, op, r)
     body = Body(1, 1)
     captures: list[tir.Value] = []
     indices: list[int] = [0] * (r + len(pos))
@@ -485,12 +524,37 @@ def unpack(imp: ImportContext, op) -> tir.Value:
                        captures, op)[0]
 
 
-LOWERINGS = {
-    "tensor.empty": _empty, "tensor.cast": _cast, "tensor.dim": _dim, "tensor.extract": _extract,
-    "tensor.expand_shape": _expand, "tensor.collapse_shape": _collapse,
-    "tensor.extract_slice": _extract_slice, "tensor.insert_slice": _insert_slice,
-    "tensor.concat": _concat, "tensor.pad": _pad, "tensor.insert": _insert_scalar,
-    "tensor.from_elements": _from_elements, "tensor.splat": _splat, "tensor.bitcast": _bitcast,
-}
+def lower(imp: ImportContext, op: Operation) -> list[tir.Value] | None:
+    """The TIR of a `tensor` op; None for an op of another kind."""
+    if isinstance(op, tensor.EmptyOp):
+        return _empty(imp, op)
+    if isinstance(op, tensor.CastOp):
+        return _cast(imp, op)
+    if isinstance(op, tensor.DimOp):
+        return _dim(imp, op)
+    if isinstance(op, tensor.ExtractOp):
+        return _extract(imp, op)
+    if isinstance(op, tensor.ExpandShapeOp):
+        return _expand(imp, op)
+    if isinstance(op, tensor.CollapseShapeOp):
+        return _collapse(imp, op)
+    if isinstance(op, tensor.ExtractSliceOp):
+        return _extract_slice(imp, op)
+    if isinstance(op, tensor.InsertSliceOp):
+        return _insert_slice(imp, op)
+    if isinstance(op, tensor.ConcatOp):
+        return _concat(imp, op)
+    if isinstance(op, tensor.PadOp):
+        return _pad(imp, op)
+    if isinstance(op, tensor.InsertOp):
+        return _insert_scalar(imp, op)
+    if isinstance(op, tensor.FromElementsOp):
+        return _from_elements(imp, op)
+    if isinstance(op, tensor.SplatOp):
+        return _splat(imp, op)
+    if isinstance(op, tensor_ext.BitcastOp):
+        return _bitcast(imp, op)
+    return None
 
-__all__ = ["LOWERINGS", "flow_bitcast", "insert", "pack", "unpack"]
+
+__all__ = ["flow_bitcast", "insert", "lower", "pack", "unpack"]

@@ -15,12 +15,16 @@ end adds. MLIR rejects both; so does irtk, at the op, before the importer sees t
 """
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, ShapedType
+from collections.abc import Sequence
+
+from xdsl.dialects import tensor
+from xdsl.dialects.builtin import (DYNAMIC_INDEX, ContainerType, DenseArrayBase, IntegerType,
+                                   ModuleOp, ShapedType)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from irtk.compiler.frontend import named_ops
 from irtk.compiler.frontend.body import Unsupported
-from irtk.compiler.frontend.convert import affine_map
+from irtk.compiler.frontend.convert import affine_map, int_array
 from irtk.compiler.frontend.dialects import util
 from irtk.compiler.frontend.dialects.linalg import (GenericOp, NamedOp, PackOp, UnpackOp,
                                                     YieldOp)
@@ -52,9 +56,7 @@ def verify_module(module: ModuleOp) -> None:
                 raise Invalid(op, f"'{op.name}' names @{name}, which is not a util.global of "
                                   "this module")
         else:
-            check = _TENSOR_OPS.get(op.name)
-            if check is not None:
-                check(op)
+            _tensor_op(op)
 
 
 # ---- SSA dominance ---------------------------------------------------------------------------
@@ -83,7 +85,9 @@ def _shape(t: Attribute) -> tuple[int, ...]:
 
 
 def _element(t: Attribute) -> Attribute:
-    return t.get_element_type() if isinstance(t, ShapedType) else t  # type: ignore[attr-defined]
+    if isinstance(t, ShapedType) and isinstance(t, ContainerType):
+        return t.get_element_type()
+    return t
 
 
 def _generic(op: GenericOp) -> None:
@@ -131,7 +135,8 @@ def _named(op: NamedOp) -> None:
             _element(v.type) for v in op.outputs])
 
 
-def _extents(op: Operation, operands: list[SSAValue], maps: list[AffineMap | None]) -> None:
+def _extents(op: Operation, operands: list[SSAValue],
+             maps: Sequence[AffineMap | None]) -> None:
     """Loop extents that bare rows (`d`) give must agree; other rows must stay in bounds."""
     extent: dict[int, tuple[int, int, int]] = {}   # loop -> (size, operand, dim)
     shapes = [_shape(v.type) for v in operands]
@@ -145,8 +150,10 @@ def _extents(op: Operation, operands: list[SSAValue], maps: list[AffineMap | Non
                                   f"{r0}) but operand #{k} dim {r} is {shape[r]}")
             extent.setdefault(d, (shape[r], k, r))
     for k, (shape, m) in enumerate(zip(shapes, maps)):
-        for r, row in enumerate(m.rows if m is not None else ()):
-            n = m.num_dims  # type: ignore[union-attr]
+        if m is None:
+            continue
+        n = m.num_dims
+        for r, row in enumerate(m.rows):
             used = [j for j in range(n) if row[j]]
             if m.row_loop(r) is not None or shape[r] < 0 or not used \
                     or any(j not in extent or extent[j][0] == 0 or row[j] < 0 for j in used):
@@ -189,11 +196,27 @@ def _region(op: Operation, region: Region, operands: list[SSAValue], num_outputs
 
 
 # ---- tensor ops and pack/unpack -------------------------------------------------------------
-def _static(values) -> list[int]:
+def _tensor_op(op: Operation) -> None:
+    """The checks of a tensor op, if `op` is one that has any."""
+    if isinstance(op, tensor.EmptyOp):
+        _empty(op)
+    elif isinstance(op, (tensor.ExtractOp, tensor.InsertOp)):
+        _indexed(op)
+    elif isinstance(op, tensor.FromElementsOp):
+        _from_elements(op)
+    elif isinstance(op, (tensor.CollapseShapeOp, tensor.ExpandShapeOp)):
+        _reshape(op)
+    elif isinstance(op, (tensor.ExtractSliceOp, tensor.InsertSliceOp)):
+        _slice(op)
+    elif isinstance(op, tensor.PadOp):
+        _pad(op)
+
+
+def _static(values: DenseArrayBase[IntegerType]) -> list[int]:
     return [int(v) for v in values.get_values()]
 
 
-def _empty(op: Operation) -> None:
+def _empty(op: tensor.EmptyOp) -> None:
     shape = _shape(op.results[0].type)
     wanted = sum(1 for d in shape if d < 0)
     if len(op.operands) != wanted:
@@ -201,16 +224,15 @@ def _empty(op: Operation) -> None:
                           f"dynamic dim(s) of {op.results[0].type}")
 
 
-def _indexed(op: Operation) -> None:
+def _indexed(op: tensor.ExtractOp | tensor.InsertOp) -> None:
     """tensor.extract / tensor.insert: one index per dim."""
-    target = op.tensor if op.name == "tensor.extract" else op.dest  # type: ignore[attr-defined]
+    target = op.tensor if isinstance(op, tensor.ExtractOp) else op.dest
     rank = len(_shape(target.type))
-    if len(op.indices) != rank:  # type: ignore[attr-defined]
-        raise Invalid(op, f"{op.name}: {len(op.indices)} indices for a rank-{rank} "  # type: ignore[attr-defined]
-                          "tensor")
+    if len(op.indices) != rank:
+        raise Invalid(op, f"{op.name}: {len(op.indices)} indices for a rank-{rank} tensor")
 
 
-def _from_elements(op: Operation) -> None:
+def _from_elements(op: tensor.FromElementsOp) -> None:
     shape = _shape(op.results[0].type)
     count = 1
     for d in shape:
@@ -220,12 +242,12 @@ def _from_elements(op: Operation) -> None:
                           f"{op.results[0].type}, which holds {count}")
 
 
-def _reshape(op: Operation) -> None:
+def _reshape(op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
     """collapse_shape / expand_shape: groups that partition the larger shape's dims in order,
     one per dim of the smaller one, with matching static sizes."""
-    src, res = _shape(op.src.type), _shape(op.result.type)  # type: ignore[attr-defined]
-    big, small = (src, res) if op.name == "tensor.collapse_shape" else (res, src)
-    groups = [[int(i.value.data) for i in g] for g in op.reassociation]  # type: ignore[attr-defined]
+    src, res = _shape(op.src.type), _shape(op.result.type)
+    big, small = (src, res) if isinstance(op, tensor.CollapseShapeOp) else (res, src)
+    groups = [[int(i.value.data) for i in g] for g in op.reassociation]
     if [i for g in groups for i in g] != list(range(len(big))) or len(groups) != len(small) \
             or any(not g for g in groups):
         raise Invalid(op, f"{op.name}: reassociation {groups} does not group the "
@@ -242,16 +264,16 @@ def _reshape(op: Operation) -> None:
                                   f"{product}, not {small[j]}")
 
 
-def _slice(op: Operation) -> None:
+def _slice(op: tensor.ExtractSliceOp | tensor.InsertSliceOp) -> None:
     """extract_slice / insert_slice: one offset, size and stride per dim of the full tensor;
     static slices inside it; the slice type's dims are the sizes (unit dims may be dropped)."""
-    if op.name == "tensor.extract_slice":
-        full, part = _shape(op.source.type), _shape(op.result.type)  # type: ignore[attr-defined]
+    if isinstance(op, tensor.ExtractSliceOp):
+        full, part = _shape(op.source.type), _shape(op.result.type)
     else:
-        full, part = _shape(op.dest.type), _shape(op.source.type)  # type: ignore[attr-defined]
-    offsets = _static(op.static_offsets)  # type: ignore[attr-defined]
-    sizes = _static(op.static_sizes)  # type: ignore[attr-defined]
-    strides = _static(op.static_strides)  # type: ignore[attr-defined]
+        full, part = _shape(op.dest.type), _shape(op.source.type)
+    offsets = _static(op.static_offsets)
+    sizes = _static(op.static_sizes)
+    strides = _static(op.static_strides)
     if not len(offsets) == len(sizes) == len(strides) == len(full):
         raise Invalid(op, f"{op.name}: {len(offsets)} offsets, {len(sizes)} sizes and "
                           f"{len(strides)} strides for a rank-{len(full)} tensor")
@@ -280,9 +302,9 @@ def _show(values: list[int]) -> str:
     return "[" + ", ".join("?" if v == DYNAMIC_INDEX else str(v) for v in values) + "]"
 
 
-def _pad(op: Operation) -> None:
-    src, res = _shape(op.source.type), _shape(op.result.type)  # type: ignore[attr-defined]
-    low, high = _static(op.static_low), _static(op.static_high)  # type: ignore[attr-defined]
+def _pad(op: tensor.PadOp) -> None:
+    src, res = _shape(op.source.type), _shape(op.result.type)
+    low, high = _static(op.static_low), _static(op.static_high)
     if not len(low) == len(high) == len(src) == len(res):
         raise Invalid(op, f"tensor.pad: {len(low)} low and {len(high)} high pads for "
                           f"rank-{len(src)} source and rank-{len(res)} result")
@@ -294,25 +316,19 @@ def _pad(op: Operation) -> None:
                               f"the result has {r}")
 
 
-def _pack(op: Operation) -> None:
+def _pack(op: PackOp | UnpackOp) -> None:
     """inner_dims_pos and outer_dims_perm name dims of the unpacked tensor, once each."""
-    unpacked = op.source.type if op.name == "linalg.pack" else op.dest.type  # type: ignore[attr-defined]
+    unpacked = op.source.type if isinstance(op, PackOp) else op.dest.type
     rank = len(_shape(unpacked))
     for key in ("inner_dims_pos", "outer_dims_perm"):
         attr = op.attributes.get(key)
         if attr is None:
             continue
-        values = [int(a.value.data) for a in attr]  # type: ignore[attr-defined]
+        values = int_array(attr)
+        if values is None:
+            raise Invalid(op, f"{op.name}: {key} must be a list of integers")
         if len(set(values)) != len(values) or any(not 0 <= v < rank for v in values) \
                 or (key == "outer_dims_perm" and len(values) != rank):
             raise Invalid(op, f"{op.name}: {key} {values} must name distinct dims of the "
                               f"rank-{rank} unpacked tensor"
                               + (", each once" if key == "outer_dims_perm" else ""))
-
-
-_TENSOR_OPS = {
-    "tensor.empty": _empty, "tensor.extract": _indexed, "tensor.insert": _indexed,
-    "tensor.from_elements": _from_elements, "tensor.collapse_shape": _reshape,
-    "tensor.expand_shape": _reshape, "tensor.extract_slice": _slice,
-    "tensor.insert_slice": _slice, "tensor.pad": _pad,
-}

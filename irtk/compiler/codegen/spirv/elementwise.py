@@ -35,7 +35,6 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, Exec
                           StorageClass)
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
-from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -117,7 +116,7 @@ class _Term:
 def offset_terms(loop_ranges: tuple[int, ...], operand: Operand) -> tuple[tuple[_Term, ...], int]:
     """An operand's element offset as terms of the linear iteration index, plus a constant."""
     n = len(loop_ranges)
-    coeff, const = linear_offset(operand, n)
+    coeff, const = operand.linear_offset(n)
     loop_strides = [math.prod(loop_ranges[j + 1:]) for j in range(n)]
     dims = [j for j in range(n) if loop_ranges[j] > 1]
     groups: list[list[int]] = []   # [outer dim, inner dim]
@@ -159,7 +158,7 @@ def quad_kinds(kernel: Kernel, profile: VulkanProfile) -> list[str] | None:
     if not profile.elementwise_quads or kernel.iteration_count % 4 or \
             kernel.iteration_count == 0:
         return None
-    kinds = [quad_kind(*offset_terms(static_ranges(kernel), o))
+    kinds = [quad_kind(*offset_terms(kernel.static_ranges, o))
              for o in kernel.inputs + kernel.outputs]
     if any(k != CONTIGUOUS for k in kinds[len(kernel.inputs):]):
         return None
@@ -188,7 +187,7 @@ def accepts(kernel: Kernel) -> bool:
 def check_kernel(kernel: Kernel) -> None:
     """Reject what this generator cannot compile, naming the kernel and the reason."""
     where = f"vulkan-spirv: kernel '{kernel.name}'"
-    ranges = static_ranges(kernel)
+    ranges = kernel.static_ranges
     n = len(ranges)
     if any(r < 0 for r in ranges):
         raise CompileError(f"{where}: negative loop range in {ranges}")
@@ -201,13 +200,13 @@ def check_kernel(kernel: Kernel) -> None:
                 raise CompileError(f"{where}: {role} {i} has element type "
                                    f"{operand.element_type}; supported: "
                                    f"{', '.join(BUFFER_ELEMENT_TYPES)}")
-            m = operand_map(operand)
+            m = operand.point_map
             if m.num_dims != n or len(m.rows) != len(operand.shape):
                 raise CompileError(f"{where}: {role} {i} map does not fit {n} loops and shape "
                                    f"{operand.shape}")
             if any(len(row) != n + 1 for row in m.rows):
                 raise CompileError(f"{where}: {role} {i} map rows need {n + 1} entries")
-            if math.prod(static_shape(operand)) > MAX_ITERATIONS:
+            if math.prod(operand.static_shape) > MAX_ITERATIONS:
                 raise CompileError(f"{where}: {role} {i} of shape {operand.shape} is too large "
                                    f"for 32-bit indexing")
     if len(kernel.yields) != len(kernel.outputs):
@@ -271,7 +270,7 @@ class _Generator:
         self.quad_views: dict[int, int] = {}
         self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
         self.operands = kernel.inputs + kernel.outputs
-        self.terms = [offset_terms(static_ranges(kernel), o) for o in self.operands]
+        self.terms = [offset_terms(kernel.static_ranges, o) for o in self.operands]
         self.used = {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
         self.buffers: dict[tuple[int, str], int] = {}
         self.texel_bindings: set[int] = set()   # read-only bindings as uniform texel buffers
@@ -427,7 +426,7 @@ class _Iteration:
 
     def loop_index(self, dim: int) -> int:
         """linalg.index: loop index `dim` of this iteration as an i32."""
-        e, ranges = self.e, static_ranges(self.kernel)
+        e, ranges = self.e, self.kernel.static_ranges
         if not 0 <= dim < len(ranges):
             raise CompileError(f"vulkan-spirv: kernel '{self.kernel.name}': linalg.index {dim} "
                                f"is outside its {len(ranges)} loops")

@@ -21,7 +21,6 @@ from functools import partial
 from spirv.tables import BuiltIn, LoopControl, Op as SpvOp, SelectionControl
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel
-from irtk.compiler.kernel_static import static_extents
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -81,7 +80,7 @@ def innermost_unroll(kernel: Kernel) -> tuple[int, bool]:
     """(factor, exact) for the innermost reduction loop so that the static back-edges of the
     reduction nest fit LOOP_TRIP_BUDGET; (1, True) when they already do or an extent is
     dynamic (the budget cannot be checked at compile time)."""
-    extents = static_extents(kernel, kernel.reduction_dims)
+    extents = kernel.static_extents(kernel.reduction_dims)
     if not extents:
         return 1, True
     outer_edges, outer = 0, 1

@@ -32,7 +32,6 @@ from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration,
                           StorageClass)
 
 from irtk.compiler.kernel import Extent, Grid, Kernel, Operand
-from irtk.compiler.kernel_static import operand_map, static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
@@ -209,7 +208,7 @@ class ShaderInterface:
         if self.texel_windows:
             needs["texel_array_indexing"] = True
         needs.update(requirements or {})
-        count = grid.counts(static_ranges(kernel)) if kernel.is_static else (0, 0, 0)
+        count = grid.counts(kernel.static_ranges) if kernel.is_static else (0, 0, 0)
         return SpirvKernel(code=code, entry_point=kernel.name, workgroup_size=self.local_size,
                            workgroup_count=count, bindings=self.bindings,
                            push_constant_count=self.push_constant_count, requirements=needs,
@@ -302,7 +301,7 @@ class ShaderInterface:
     def operand_offset(self, operand: Operand, loops: Sequence[int | None]) -> int:
         """The element offset of operand (which has a map) at loop indices `loops` (i32; None
         for a loop its map does not use)."""
-        m = operand_map(operand)
+        m = operand.point_map
         symbols = self.symbols() if m.num_symbols else None
         indices = [self.affine(row, loops, symbols) for row in m.rows]
         return self.row_major_offset(operand.shape, indices)
@@ -515,7 +514,7 @@ class ShaderInterface:
 
 def storage_words(operand: Operand) -> int:
     """Whole 32-bit words a static operand occupies (what its binding must cover)."""
-    bits = math.prod(static_shape(operand)) * SCALAR_TYPES[operand.element_type].storage_bits
+    bits = math.prod(operand.static_shape) * SCALAR_TYPES[operand.element_type].storage_bits
     return -(-bits // 32)
 
 

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope)
 
 from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
-from irtk.compiler.kernel_static import linear_offset, operand_map, static_ranges
 from irtk.compiler.targets import VulkanProfile
 
 from .executable import SpirvKernel
@@ -180,9 +179,9 @@ def match(kernel: Kernel) -> Contraction | None:
         return None
     (a, ca), (b, cb) = sources
     ks = kernel.reduction_dims
-    a_dims = operand_map(kernel.inputs[a]).used_dims()
-    b_dims = operand_map(kernel.inputs[b]).used_dims()
-    c_dims = operand_map(out).used_dims()
+    a_dims = kernel.inputs[a].point_map.used_dims()
+    b_dims = kernel.inputs[b].point_map.used_dims()
+    c_dims = out.point_map.used_dims()
     parallel = kernel.parallel_dims
     if set(parallel) - c_dims or set(ks) - (a_dims | b_dims):
         return None
@@ -258,9 +257,9 @@ def compile_convolution(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel |
 def linear_form(kernel: Kernel, operand_index: int) -> tuple[list[int], int] | None:
     """A static operand's element offset as coefficients of the loop indices plus a constant."""
     operand = kernel.inputs[operand_index]
-    if not operand.is_static or operand_map(operand).num_symbols:
+    if not operand.is_static or operand.point_map.num_symbols:
         return None
-    return linear_offset(operand, len(kernel.loop_ranges))
+    return operand.linear_offset(len(kernel.loop_ranges))
 
 
 def aligned_along(kernel: Kernel, c: Contraction, which: int, dim: int, words: int) -> bool:
@@ -275,7 +274,7 @@ def aligned_along(kernel: Kernel, c: Contraction, which: int, dim: int, words: i
     if form is None:
         return False
     coeffs, const = form
-    return coeffs[dim] == 1 and const % words == 0 and static_ranges(kernel)[dim] % words == 0 \
+    return coeffs[dim] == 1 and const % words == 0 and kernel.static_ranges[dim] % words == 0 \
         and all(x % words == 0 for j, x in enumerate(coeffs) if j != dim)
 
 

@@ -58,7 +58,6 @@ from spirv.tables import (BuiltIn, Capability, GLSLstd450, GroupOperation,
 
 from irtk.compiler import reductions
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Op, Operand
-from irtk.compiler.kernel_static import linear_offset, static_extents, static_ranges
 from irtk.compiler.reductions import Combiner
 from irtk.compiler.targets import VulkanProfile
 from irtk.types import SCALAR_TYPES
@@ -112,7 +111,7 @@ def contiguous_group(kernel: Kernel, group: int) -> bool:
     (coefficient 1, every other coefficient and the constant multiples of `group`), and its
     extent a multiple of `group`."""
     inner = kernel.reduction_dims[-1]
-    if not kernel.is_static or static_ranges(kernel)[inner] % group:
+    if not kernel.is_static or kernel.static_ranges[inner] % group:
         return False
     n = len(kernel.loop_ranges)
     for o in kernel.inputs:
@@ -121,7 +120,7 @@ def contiguous_group(kernel: Kernel, group: int) -> bool:
         if o.element_type not in ("f32", "i32", "index") or not o.is_static \
                 or o.map.num_symbols:
             return False
-        coeffs, const = linear_offset(o, n)
+        coeffs, const = o.linear_offset(n)
         if coeffs[inner] != 1 or const % group or any(c % group for j, c in enumerate(coeffs)
                                                       if j != inner):
             return False
@@ -133,7 +132,7 @@ def _offset_terms(kernel: Kernel, operand: Operand) -> list[int] | None:
     symbols)."""
     if operand.map is None or not operand.is_static or operand.map.num_symbols:
         return None
-    return linear_offset(operand, len(kernel.loop_ranges))[0]
+    return operand.linear_offset(len(kernel.loop_ranges))[0]
 
 
 def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
@@ -143,7 +142,7 @@ def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
     window = profile.texel_window
     if not window or not kernel.is_static:
         return {}
-    ranges = static_ranges(kernel)
+    ranges = kernel.static_ranges
     half = window // 2
     written = {o.binding for o in kernel.outputs}
     uses: dict[int, int] = {}
@@ -172,7 +171,7 @@ def rows_per_workgroup(kernel: Kernel) -> int:
     """Parallel points per one-subgroup workgroup: up to `MAX_ROWS`, keeping at least
     `MIN_GROUPS` workgroups for the driver's threads; 1 for dynamic extents. Software drivers
     pay a fixed cost per workgroup (SwiftShader most: see docs/codegen_spirv.md)."""
-    extents = static_extents(kernel, kernel.parallel_dims)
+    extents = kernel.static_extents(kernel.parallel_dims)
     if extents is None:
         return 1
     points = math.prod(extents)
@@ -214,7 +213,7 @@ def compile_reduction(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | N
     terms = reduction_terms(kernel)
     if terms is None:
         return None
-    static = static_extents(kernel, kernel.reduction_dims)
+    static = kernel.static_extents(kernel.reduction_dims)
     size = None if static is None else math.prod(static)
     if size is not None and size < MIN_REDUCTION:
         return None
@@ -322,7 +321,7 @@ class _Generator:
         group, unroll, block = layout.group, layout.unroll, layout.block
         span = width * unroll                       # units per trip of the whole workgroup
         units = e.op(SpvOp.SDiv, e.i32, total, e.i32c(group))
-        static = static_extents(kernel, reduction_dims)
+        static = kernel.static_extents(reduction_dims)
         size = None if static is None else math.prod(static)
         exact = size is not None and (size // group) % span == 0
         static_trips = None if size is None else -(-(size // group) // span)

@@ -22,7 +22,6 @@ import math
 from collections.abc import Callable
 
 from irtk.compiler.kernel import Kernel
-from irtk.compiler.kernel_static import static_ranges, static_shape
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
@@ -65,7 +64,7 @@ def needs_native_f16(kernel: Kernel, profile: VulkanProfile) -> bool:
         return False
     if not any(op.result_type == "f16" for op in kernel.ops):
         return False
-    return math.prod(static_ranges(kernel)) > NATIVE_F16_WORK
+    return math.prod(kernel.static_ranges) > NATIVE_F16_WORK
 
 
 def _check(kernel: Kernel) -> None:
@@ -76,7 +75,7 @@ def _check(kernel: Kernel) -> None:
         raise CompileError(f"vulkan-spirv: {exc}") from None
     for role, operands in (("input", kernel.inputs), ("output", kernel.outputs)):
         for i, o in enumerate(operands):
-            if o.is_static and math.prod(static_shape(o)) > MAX_INDEX:
+            if o.is_static and math.prod(o.static_shape) > MAX_INDEX:
                 raise CompileError(f"{where}: {role} {i} of shape {o.shape} is too large for "
                                    f"32-bit indexing")
     for k, v in enumerate(kernel.yields):

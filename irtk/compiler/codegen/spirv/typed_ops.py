@@ -461,7 +461,7 @@ def _divide(e: Emitter, name: str, a: int, b: int) -> int:
     return emit_op(e, OpCall(Op(name, (0, 1), "i32"), [a, b], ["i32", "i32"], _no_index))
 
 
-def _rounded_signed_division(up: bool):
+def _rounded_signed_division(up: bool) -> TypedEmit:
     """ceildivsi (`up`) and floordivsi: the truncated quotient, one step up where the remainder
     is not 0 and the signs agree (floordivsi: one step down where they differ)."""
     def emit(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:

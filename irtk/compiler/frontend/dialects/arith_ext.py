@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xdsl.dialects.arith import FloatingPointLikeBinaryOperation
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -94,8 +94,11 @@ class _CastOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, result = self.input.type, self.result.type
-        if isinstance(source, TensorType) != isinstance(result, TensorType) or (
-                isinstance(source, TensorType) and source.get_shape() != result.get_shape()):  # type: ignore[attr-defined]
+        if isinstance(source, TensorType) and isinstance(result, TensorType):
+            same = source.get_shape() == result.get_shape()
+        else:   # scalars both, or a tensor and a scalar
+            same = not isinstance(source, TensorType) and not isinstance(result, TensorType)
+        if not same:
             raise VerifyException(f"{self.name}: operand and result shapes differ")
 
 
@@ -105,7 +108,8 @@ def _cast_class(short: str) -> type[_CastOp]:
     return irdl_op_definition(cls)
 
 
-OPS = [RemfOp, ScalingExtfOp, ScalingTruncfOp, *(_cast_class(n) for n in CAST_NAMES)]
+OPS: list[type[Operation]] = [RemfOp, ScalingExtfOp, ScalingTruncfOp,
+                              *(_cast_class(n) for n in CAST_NAMES)]
 
 
 def arith_dialect() -> Dialect:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import FloatAttr, Float64Type
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, operand_def, opt_attr_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -51,8 +51,9 @@ class _CheckOp(IRDLOperation):
             printer.print_string(", ")
             printer.print_attribute(self.attributes["value"])
         for key in ("atol", "rtol"):
-            if key in self.attributes:
-                printer.print_string(f", {key} {self.attributes[key].value.data}")  # type: ignore[attr-defined]
+            tolerance = self.attributes.get(key)
+            if isinstance(tolerance, FloatAttr):
+                printer.print_string(f", {key} {tolerance.value.data}")
         printer.print_string(") : ")
         printer.print_attribute(self.operands[0].type)
 
@@ -119,5 +120,5 @@ class ExpectAlmostEqConstOp(_CheckOp):
     rtol = opt_attr_def(FloatAttr)
 
 
-OPS = [ExpectTrueOp, ExpectFalseOp, ExpectAllTrueOp, ExpectEqOp, ExpectEqConstOp,
-       ExpectAlmostEqOp, ExpectAlmostEqConstOp]
+OPS: list[type[Operation]] = [ExpectTrueOp, ExpectFalseOp, ExpectAllTrueOp, ExpectEqOp,
+                              ExpectEqConstOp, ExpectAlmostEqOp, ExpectAlmostEqConstOp]

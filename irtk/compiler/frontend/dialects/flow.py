@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, TypedAttribute
+from xdsl.ir import Attribute, Operation, TypedAttribute
 from xdsl.irdl import (IRDLOperation, attr_def, irdl_op_definition, operand_def, result_def,
                        var_operand_def)
 from xdsl.parser import Parser
@@ -44,7 +44,7 @@ class TensorDynamicConstantOp(IRDLOperation):
             parser.raise_error("flow.tensor.dynamic_constant expects a typed attribute")
         parser.parse_punctuation("->")
         type = parser.parse_type()
-        return cls(result_types=[type], attributes={"value": value} | attrs)
+        return cls(result_types=[type], attributes={"value": value, **attrs})
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -53,7 +53,7 @@ class TensorDynamicConstantOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
-        static = self.value.get_type()  # type: ignore[attr-defined]
+        static = self.value.get_type() if isinstance(self.value, TypedAttribute) else None
         dyn = self.result.type
         if not isinstance(static, TensorType) or len(static.get_shape()) != len(dyn.get_shape()) \
                 or static.element_type != dyn.element_type \
@@ -133,4 +133,4 @@ class TensorBitCastOp(IRDLOperation):
             raise VerifyException("flow.tensor.bitcast needs one value per dynamic dim")
 
 
-OPS = [TensorDynamicConstantOp, TensorTieShapeOp, TensorBitCastOp]
+OPS: list[type[Operation]] = [TensorDynamicConstantOp, TensorTieShapeOp, TensorBitCastOp]

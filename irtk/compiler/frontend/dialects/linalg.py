@@ -10,6 +10,7 @@ keyword attributes as plain attributes; the importer gives them their semantics.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import auto
 
 from xdsl.dialects.builtin import (AffineMapAttr, ArrayAttr, DenseArrayBase, IndexType,
@@ -17,7 +18,7 @@ from xdsl.dialects.builtin import (AffineMapAttr, ArrayAttr, DenseArrayBase, Ind
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.dialects.linalg import ops as xops
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Region
+from xdsl.ir import Attribute, Dialect, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (AttrSizedOperandSegments, IRDLOperation, irdl_attr_definition,
                        irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def,
                        region_def, var_operand_def, var_result_def)
@@ -27,7 +28,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 
-def _parse_operand_group(parser: Parser, keyword: str) -> list:
+def _parse_operand_group(parser: Parser, keyword: str) -> list[SSAValue]:
     """`ins(%a, %b : T, U)`; the keyword has been consumed."""
     pos = parser.pos
     parser.parse_punctuation("(")
@@ -44,7 +45,7 @@ def _parse_operand_group(parser: Parser, keyword: str) -> list:
     return list(parser.resolve_operands(names, types, pos))
 
 
-def _parse_result_types(parser: Parser) -> list[Attribute]:
+def _parse_result_types(parser: Parser) -> list[TypeAttribute]:
     """`-> T` or `-> (T, U)`, if present."""
     if parser.parse_optional_punctuation("->") is None:
         return []
@@ -73,7 +74,8 @@ def _int_list(parser: Parser) -> ArrayAttr:
     parser.raise_error("expected a list of integers")
 
 
-def _print_groups(printer: Printer, inputs, outputs) -> None:
+def _print_groups(printer: Printer, inputs: Sequence[SSAValue],
+                  outputs: Sequence[SSAValue]) -> None:
     for keyword, values in (("ins", inputs), ("outs", outputs)):
         if values:
             printer.print_string(f" {keyword}(")
@@ -83,7 +85,7 @@ def _print_groups(printer: Printer, inputs, outputs) -> None:
             printer.print_string(")")
 
 
-def _tensor_results(outputs: list) -> list[Attribute]:
+def _tensor_results(outputs: Sequence[SSAValue]) -> list[Attribute]:
     return [o.type for o in outputs if isinstance(o.type, TensorType)]
 
 
@@ -110,7 +112,7 @@ class GenericOp(xops.GenericOp):
         if not isinstance(maps, ArrayAttr) or not isinstance(iterators, ArrayAttr):
             parser.raise_error("linalg.generic needs indexing_maps and iterator_types",
                                start, parser.pos)
-        iterator_types = []
+        iterator_types: list[Attribute] = []
         for it in iterators:
             if isinstance(it, IteratorTypeAttr):
                 iterator_types.append(it)
@@ -130,8 +132,10 @@ class GenericOp(xops.GenericOp):
             attrs |= parser.parse_optional_attr_dict()
         body = parser.parse_region()
         result_types = _parse_result_types(parser)
-        op = cls(inputs, outputs, body, props["indexing_maps"], props["iterator_types"],
-                 result_types, props.get("doc"), props.get("library_call"))
+        # Built from the properties as parsed: verification, not the typed constructor,
+        # says what is wrong with them.
+        op = cls.build(operands=[inputs, outputs], result_types=[result_types],
+                       properties=props, regions=[body])
         op.attributes |= attrs
         return op
 
@@ -182,8 +186,8 @@ class NamedOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> "NamedOp":
         attrs: dict[str, Attribute] = {}
-        inputs: list = []
-        outputs: list = []
+        inputs: list[SSAValue] = []
+        outputs: list[SSAValue] = []
         body = Region()
         while True:
             if parser.parse_optional_characters("ins") is not None:
@@ -265,8 +269,8 @@ class _PackLikeOp(IRDLOperation):
         pos = parser.pos
         source_name = parser.parse_unresolved_operand()
         attrs: dict[str, Attribute] = {}
-        padding = []
-        tiles: list = []
+        padding: list[SSAValue] = []
+        tiles: list[SSAValue] = []
         while True:
             if parser.parse_optional_characters("padding_value") is not None:
                 parser.parse_punctuation("(")
@@ -282,7 +286,7 @@ class _PackLikeOp(IRDLOperation):
                 attrs["inner_dims_pos"] = _int_list(parser)
             elif parser.parse_optional_characters("inner_tiles") is not None:
                 parser.parse_punctuation("=")
-                static = []
+                static: list[int] = []
 
                 def tile() -> None:
                     operand = parser.parse_optional_unresolved_operand()
@@ -326,16 +330,18 @@ class _PackLikeOp(IRDLOperation):
                 or len(pos) != len(tiles):
             raise VerifyException(f"{self.name}: inner_dims_pos and inner_tiles must have "
                                   "the same length")
-        if sum(1 for t in tiles if t.value.data < 0) != len(self.inner_tiles):  # type: ignore[attr-defined]
+        if sum(1 for t in tiles if t.value.data < 0) != len(self.inner_tiles):
             raise VerifyException(f"{self.name}: dynamic inner tile count mismatch")
         packed = self.dest.type if self.name == "linalg.pack" else self.source.type
         unpacked = self.source.type if self.name == "linalg.pack" else self.dest.type
-        rank = len(unpacked.get_shape())  # type: ignore[attr-defined]
-        shape = packed.get_shape()  # type: ignore[attr-defined]
+        assert isinstance(packed, TensorType) and isinstance(unpacked, TensorType), \
+            "IRDL checks the operand types before verify_"
+        rank = len(unpacked.get_shape())
+        shape = packed.get_shape()
         if len(shape) != rank + len(tiles):
             raise VerifyException(f"{self.name}: the packed rank must be {rank + len(tiles)}")
         for i, t in enumerate(tiles):
-            tile, dim = t.value.data, shape[rank + i]  # type: ignore[attr-defined]
+            tile, dim = t.value.data, shape[rank + i]
             if tile >= 0 and dim >= 0 and tile != dim:
                 raise VerifyException(f"{self.name}: inner tile {i} is {tile} but the packed "
                                       f"type has {dim}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -30,8 +31,11 @@ class BitcastOp(IRDLOperation):
         print_cast(printer, self.source, self.result)
 
     def verify_(self) -> None:
-        if self.source.type.get_shape() != self.result.type.get_shape():  # type: ignore[attr-defined]
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(result, TensorType), \
+            "IRDL checks the operand and result types before verify_"
+        if source.get_shape() != result.get_shape():
             raise VerifyException("tensor.bitcast keeps the shape")
 
 
-OPS = [BitcastOp]
+OPS: list[type[Operation]] = [BitcastOp]

@@ -3,7 +3,7 @@ an optimization barrier, and module globals."""
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr, SymbolRefAttr, UnitAttr
-from xdsl.ir import Attribute, TypedAttribute
+from xdsl.ir import Attribute, Operation, TypedAttribute
 from xdsl.irdl import (IRDLOperation, attr_def, irdl_op_definition, operand_def,
                        opt_attr_def, result_def, var_operand_def, var_result_def)
 from xdsl.parser import Parser
@@ -131,7 +131,7 @@ class GlobalLoadOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         type = parser.parse_type()
-        return cls(result_types=[type], attributes={"global": SymbolRefAttr(symbol)} | attrs)
+        return cls(result_types=[type], attributes={"global": SymbolRefAttr(symbol), **attrs})
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.global_.root_reference.data} : ")
@@ -154,7 +154,7 @@ class GlobalStoreOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         value = parser.resolve_operand(name, parser.parse_type())
-        return cls(operands=[value], attributes={"global": SymbolRefAttr(symbol)} | attrs)
+        return cls(operands=[value], attributes={"global": SymbolRefAttr(symbol), **attrs})
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -163,4 +163,5 @@ class GlobalStoreOp(IRDLOperation):
         printer.print_attribute(self.value.type)
 
 
-OPS = [UnfoldableConstantOp, OptimizationBarrierOp, GlobalOp, GlobalLoadOp, GlobalStoreOp]
+OPS: list[type[Operation]] = [UnfoldableConstantOp, OptimizationBarrierOp, GlobalOp, GlobalLoadOp,
+                              GlobalStoreOp]
