@@ -30,18 +30,16 @@ from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.types import SCALAR_TYPES
+from irtk.vm.calling_convention import format_banks
 from irtk.vm.writer import FunctionBuilder, Reg
 
 
 def cconv(arg_types: list[tir.Type], result_types: list[tir.Type]) -> str:
     """The VM calling convention of a function: tensors as refs (buffer views), scalars in
     the bank of their type."""
-    def char(t: tir.Type) -> str:
-        if isinstance(t, tir.TensorType):
-            return "r"
-        return {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}[SCALAR_TYPES[t.name].vm_bank]
-    return "0" + ("".join(char(t) for t in arg_types) or "v") + "_" + \
-        ("".join(char(t) for t in result_types) or "v")
+    def bank(t: tir.Type) -> str:
+        return "ref" if isinstance(t, tir.TensorType) else SCALAR_TYPES[t.name].vm_bank
+    return format_banks([bank(t) for t in arg_types], [bank(t) for t in result_types])
 
 
 class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowering):
@@ -113,7 +111,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
             self.values[op.result.id] = TensorVal(t, buf, dims, self.plan.storage[op.result.id])
         else:
             self.values[op.result.id] = self.scalar_const(t.name, op.attrs["value"])
-            if t.name in ("index", "i32", "i64"):
+            if SCALAR_TYPES[t.name].is_int and SCALAR_TYPES[t.name].bits >= 32:  # index, i32, i64
                 self.const_ints[op.result.id] = int(op.attrs["value"])
 
     op_arith_constant = op_constant

@@ -17,13 +17,14 @@ from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.hal.element_type import ElementType
+from irtk.body_ops import kernel_type
 from irtk.types import SCALAR_TYPES, storage_bytes
 from irtk.vm.writer import Reg
 
 
 def element_type_code(name: str) -> int:
     """The HAL element type code a buffer view of `name` elements carries."""
-    name = "i32" if name == "index" else name
+    name = kernel_type(name)   # index crosses the boundary as i32
     try:
         return int(ElementType.from_name(name))
     except ValueError:

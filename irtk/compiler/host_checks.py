@@ -10,15 +10,12 @@ from irtk.compiler.host_buffers import BufferLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.vm.writer import Reg
 
-CHECK_SIGNATURES = {"check.expect_true": "0i_v", "check.expect_false": "0i_v",
-                    "check.expect_all_true": "0rr_v", "check.expect_eq": "0rrr_v",
-                    "check.expect_almost_eq": "0rrrff_v"}
 DEFAULT_ATOL, DEFAULT_RTOL = 1e-4, 0.0
 
 
 class CheckLowering(BufferLowering):
     def call_check(self, name: str, args: list[Reg]) -> None:
-        self.b.emit("call.import", self.m.import_(name, CHECK_SIGNATURES[name]), args, [])
+        self.b.emit("call.import", self.m.import_(name), args, [])
 
     def op_check_expect_true(self, op: tir.Op, name: str = "check.expect_true") -> None:
         v = self.get(op.operands[0])

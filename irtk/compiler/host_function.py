@@ -14,6 +14,7 @@ from irtk.compiler.module_context import ModuleContext
 from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
+from irtk.vm import isa
 from irtk.vm.writer import FunctionBuilder, Label, Reg
 
 INVALID_ARGUMENT = 3   # IREE's status code for a failed argument or shape check
@@ -25,7 +26,7 @@ class HostFunction:
         self.f = function
         self.plan = plan
         self.b = FunctionBuilder()
-        self.counts = {"i32": 0, "i64": 0, "f32": 0, "f64": 0, "ref": 0}
+        self.counts = dict.fromkeys(isa.BANKS, 0)
         self.consts: dict[tuple[str, object], Reg] = {}
         self.values: dict[int, TensorVal | Reg] = {}
         self.terminated = False

@@ -27,8 +27,9 @@ class ModuleContext(Protocol):
     executable_global: int
     variant_global: int
 
-    def import_(self, name: str, signature: str | None = None) -> int:
-        """The ordinal of an imported function (a hal.* one's signature is known)."""
+    def import_(self, name: str) -> int:
+        """The ordinal of an imported hal.* or check.* function (its native module declares
+        its calling convention)."""
         ...
 
     def string(self, text: str) -> int:

@@ -110,9 +110,9 @@ class ModuleGen:
         self.segments: list[tuple[int, list[tuple], int]] = []  # (global, commands, slots)
 
     # -- module-level resources -----------------------------------------------------------
-    def import_(self, name: str, signature: str | None = None) -> int:
+    def import_(self, name: str) -> int:
         if name not in self.imports:
-            self.imports[name] = self.w.add_import(name, signature or IMPORT_SIGNATURES[name])
+            self.imports[name] = self.w.add_import(name, IMPORT_SIGNATURES[name])
         return self.imports[name]
 
     def string(self, text: str) -> int:

@@ -172,15 +172,9 @@ def _extract_slice(imp: ImportContext, op: tensor.ExtractSliceOp) -> list[tir.Va
                      for i in loop_of)
     static_offsets, static_strides = _ints(offsets), _ints(strides)
     if static_offsets is not None and static_strides is not None and not misleading:
-        rows = []
-        for i in range(len(offsets)):
-            r = [0] * (n + 1)
-            if i in loop_of:
-                r[loop_of[i]] = static_strides[i]
-            r[n] = static_offsets[i]
-            rows.append(tuple(r))
         body = Body(1, 1)
-        return imp.generic([(src, AffineMap(n, tuple(rows)))], [(out, _ident(n))],
+        return imp.generic([(src, _slice_map(n, loop_of, static_offsets, static_strides))],
+                           [(out, _ident(n))],
                            ["parallel"] * n, body, [body.arg(0)], [], op)
     body = Body(1, 1)
     captures: list[tir.Value] = []
@@ -195,6 +189,20 @@ def _extract_slice(imp: ImportContext, op: tensor.ExtractSliceOp) -> list[tir.Va
             indices.append(off)
     v = body.extract(0, indices, rt.element_type)
     return imp.generic([(src, None)], [(out, _ident(n))], ["parallel"] * n, body, [v], captures, op)
+
+
+def _slice_map(n: int, loop_of: dict[int, int], offsets: list[int],
+               strides: list[int]) -> AffineMap:
+    """The map of a static slice over `n` loops: dim i is `offset + stride * loop` where loop
+    `loop_of[i]` walks it, and the constant offset where no loop does (a dropped unit dim)."""
+    rows = []
+    for i in range(len(offsets)):
+        row = [0] * (n + 1)
+        if i in loop_of:
+            row[loop_of[i]] = strides[i]
+        row[n] = offsets[i]
+        rows.append(tuple(row))
+    return AffineMap(n, tuple(rows))
 
 
 def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list[Index],
@@ -223,15 +231,9 @@ def insert(imp: ImportContext, source: tir.Value, dest: tir.Value, offsets: list
     static_offsets, static_strides = _ints(offsets), _ints(strides)
     if static_offsets is not None and static_strides is not None and not misleading:
         n = len(src_shape)
-        rows = []
-        for i in range(len(offsets)):
-            row = [0] * (n + 1)
-            if i in loop_of:
-                row[loop_of[i]] = static_strides[i]
-            row[n] = static_offsets[i]
-            rows.append(tuple(row))
         body = Body(1, 1)
-        return imp.generic([(source, _ident(n))], [(dest, AffineMap(n, tuple(rows)))],
+        return imp.generic([(source, _ident(n))],
+                           [(dest, _slice_map(n, loop_of, static_offsets, static_strides))],
                            ["parallel"] * n, body, [body.arg(0)], [], op)[0]
     n = len(offsets)
     body = Body(1, 1)
