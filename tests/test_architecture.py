@@ -39,12 +39,6 @@ ALLOWED: dict[str, set[str]] = {
     "irtk": {"irtk.errors", "irtk.runtime", "irtk.compiler"},
 }
 
-# Imports that break the rules above today, each to be removed (issue: "one fact, one place").
-# An entry that no longer occurs fails the test, so the list only shrinks.
-KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
-# Import cycles that exist today, each as its sorted module names; same rule.
-KNOWN_CYCLES: set[tuple[str, ...]] = set()
-
 
 def _modules() -> dict[str, Path]:
     mods = {}
@@ -149,19 +143,14 @@ def test_layers_import_only_what_design_allows() -> None:
         for target in targets:
             if layer(target) != layer(module) and layer(target) not in allowed:
                 violations.add((module, target))
-    new = sorted(violations - KNOWN_VIOLATIONS)
-    assert not new, "imports across layers that DESIGN.md does not allow:\n" + "\n".join(
-        f"  {m} -> {t}" for m, t in new)
-    gone = sorted(KNOWN_VIOLATIONS - violations)
-    assert not gone, f"no longer imported; remove from KNOWN_VIOLATIONS: {gone}"
+    assert not violations, "imports across layers that DESIGN.md does not allow:\n" + \
+        "\n".join(f"  {m} -> {t}" for m, t in sorted(violations))
 
 
 def test_no_import_cycles() -> None:
     found = cycles(import_graph())
-    new = sorted(found - KNOWN_CYCLES)
-    assert not new, "import cycles:\n" + "\n".join("  " + " <-> ".join(c) for c in new)
-    gone = sorted(KNOWN_CYCLES - found)
-    assert not gone, f"no longer cycles; remove from KNOWN_CYCLES: {gone}"
+    assert not found, "import cycles:\n" + "\n".join("  " + " <-> ".join(c)
+                                                  for c in sorted(found))
 
 
 def test_cycle_finder_finds_a_cycle() -> None:
