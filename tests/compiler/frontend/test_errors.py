@@ -141,3 +141,15 @@ def test_an_op_constructor_failure_is_located_at_the_op():
     with pytest.raises(ParseError) as e:
         parse_mlir(text, "ctor.mlir")
     assert str(e.value).startswith("ctor.mlir:3:3: error: Integer value 300 is out of range")
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("  %t = tensor.from_elements : tensor<0xf32>\n  return %t : tensor<0xf32>",
+     "2:3: error: tensor.from_elements of no elements is not supported"),
+    ("  %t = arith.select %c, %a, %a : tensor<0xf32>\n  return %t : tensor<0xf32>",
+     "2:3: error: 'arith.select' mixes tensors and scalars"),
+])
+def test_ops_the_importer_cannot_lower_are_located(body, message):
+    text = f"func.func @f(%a: tensor<0xf32>, %c: i1) -> tensor<0xf32> {{\n{body}\n}}\n"
+    program = parse_program(text, "f.mlir")
+    assert program.unsupported == {"f": f"f.mlir:{message}"}
