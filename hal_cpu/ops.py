@@ -565,9 +565,6 @@ def _executor_op(attrs: OpAttrs, types: list[str], t: str) -> OpFn:
     raise OpError(f"{attrs.name} is evaluated by the kernel executor, not the op table")
 
 
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(NUMPY.names))
-
-
 def compile_op(attrs: OpAttrs, operand_types: list[str]) -> tuple[OpFn, str]:
     """The function that evaluates `attrs` over a block, and its result type; raises OpError."""
     try:

@@ -280,6 +280,8 @@ OPS: dict[str, BodyOp] = {op.name: op for op in _DECLARATIONS}
 NAMES = frozenset(OPS)
 # Ops typed by the kernel's structure (a loop, a gather input, a param), not by a rule.
 EXECUTOR_OPS = tuple(name for name, op in OPS.items() if op.rule.name == "executor")
+# Ops computed from their operands alone: the ones a host program may use on scalars too.
+SCALAR_OPS = NAMES - frozenset(EXECUTOR_OPS)
 
 
 def infer(name: str, operand_types: list[str], result_type: str | None = None,

@@ -16,7 +16,7 @@ from irtk.compiler.kernel import AffineMap
 @dataclass(eq=False)
 class Node:
     """A body value: an input's element ("input"), an output's current value ("output"), or a
-    scalar op (named as in kernel.BODY_OPS). `ref` is the Input/Output for the first two, the
+    scalar op (named as in irtk.body_ops). `ref` is the Input/Output for the first two, the
     host Value for kernel.param, the gather Input for tensor.extract."""
 
     name: str

@@ -54,10 +54,6 @@ from irtk.types import SCALAR_TYPES, storage_bytes
 
 ITERATOR_TYPES = ("parallel", "reduction")
 
-# Body ops: every op `irtk.body_ops` declares, named as in MLIR, with the attributes it says
-# (linalg.index, tensor.extract and kernel.param read int_value: a loop dimension, a gather
-# input's position in `inputs`, a param's position in `params`).
-BODY_OPS = body_ops.NAMES
 
 
 @dataclass(frozen=True)
@@ -327,7 +323,7 @@ class Kernel:
         base = len(self.inputs) + len(self.outputs)
         gathered = {k for k, o in enumerate(self.inputs) if o.map is None}
         for i, op in enumerate(self.ops):
-            if op.name not in BODY_OPS:
+            if op.name not in body_ops.NAMES:
                 raise ValueError(f"kernel {self.name}: unknown body op {op.name}")
             if op.result_type not in SCALAR_TYPES:
                 raise ValueError(f"kernel {self.name}: op {op.name} has type {op.result_type}")

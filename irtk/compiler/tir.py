@@ -5,7 +5,7 @@ normalizes on the way, so that later phases see few op kinds:
 - every linalg named op, linalg.fill/map/reduce/transpose/broadcast/softmax/pack/unpack/conv and
   every tensor op that computes contents (extract_slice, insert_slice, pad, concat, tensor.insert
   of a whole tensor, from_elements, splat) becomes a `generic` (or a few), whose body uses the
-  kernel IR's scalar ops (irtk/compiler/kernel.py, `BODY_OPS`);
+  kernel IR's scalar ops (irtk/body_ops.py);
 - `*_const` check ops become a `constant` and the plain check op;
 - `util.optimization_barrier`, `flow.tensor.tie_shape` and `tensor.cast` become `barrier`,
   `tie_shape` and `cast` (identities for the data; `cast` checks shapes at run time);

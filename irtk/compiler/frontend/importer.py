@@ -15,10 +15,12 @@ from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from irtk import body_ops
 from irtk.compiler import kernel, tir
 from irtk.compiler.frontend import cfg, named_ops, tensor_ops
 from irtk.compiler.frontend.body import Body, Unsupported
-from irtk.compiler.frontend.body_ops import body_op_attrs, translate_block, translate_scalar_op
+from irtk.compiler.frontend.body_translation import (body_op_attrs, translate_block,
+                                                     translate_scalar_op)
 from irtk.compiler.frontend.convert import (affine_map, convert_tensor_type, convert_type,
                                             dense_array)
 from irtk.compiler.frontend.dialects import check, flow, util
@@ -273,8 +275,7 @@ class FunctionImporter:
                 isinstance(v.type, tir.TensorType) for v in operands):
             self.bind(op, [self.elementwise(op, operands, result_type)])
             return
-        if op.name not in kernel.BODY_OPS or op.name in ("linalg.index", "tensor.extract",
-                                                         "kernel.param"):
+        if op.name not in body_ops.SCALAR_OPS:
             raise Unsupported(f"unsupported op '{op.name}' on host scalars", op)
         attrs = body_op_attrs(op)
         folded = self.fold(op.name, operands, attrs)

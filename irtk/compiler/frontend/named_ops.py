@@ -15,11 +15,12 @@ from xdsl.ir import SSAValue
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, is_float
-from irtk.compiler.frontend.body_ops import translate_block
+from irtk.compiler.frontend.body_translation import translate_block
 from irtk.compiler.frontend.convert import affine_map, int_array
 from irtk.compiler.frontend.dialects.linalg import NamedOp, TypeFn, TypeFnAttr
 from irtk.compiler.frontend.import_context import ImportContext
-from irtk.compiler.kernel import BODY_OPS, AffineMap
+from irtk.body_ops import SCALAR_OPS
+from irtk.compiler.kernel import AffineMap
 
 
 def _map(n: int, rows: list[list[int]]) -> AffineMap:
@@ -315,7 +316,7 @@ def _region_or_fn(imp: ImportContext, op: NamedOp, body: Body, env_args: list[in
     if fn is None:
         raise Unsupported(f"{op.name} has neither a body nor a function", op)
     name = fn.data if isinstance(fn, StringAttr) else str(fn)
-    if name not in BODY_OPS or name in ("arith.cmpf", "arith.cmpi"):
+    if name not in SCALAR_OPS or name in ("arith.cmpf", "arith.cmpi"):
         raise Unsupported(f"{op.name}: unsupported function {name}", op)
     return [body.add(name, env_args, result_type)]
 

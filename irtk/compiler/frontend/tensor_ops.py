@@ -16,7 +16,7 @@ from xdsl.ir import Operation, SSAValue
 
 from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported, bit_width
-from irtk.compiler.frontend.body_ops import translate_block
+from irtk.compiler.frontend.body_translation import translate_block
 from irtk.compiler.frontend.convert import convert_tensor_type, convert_type, int_array
 from irtk.compiler.frontend.dialects import flow, tensor_ext
 from irtk.compiler.frontend.dialects.linalg import PackOp, UnpackOp

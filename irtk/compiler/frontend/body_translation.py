@@ -13,7 +13,8 @@ from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
-from irtk.compiler import kernel, tir
+from irtk import body_ops
+from irtk.compiler import tir
 from irtk.compiler.frontend.body import Body, Unsupported
 from irtk.compiler.frontend.convert import element_type_name
 from irtk.compiler.frontend.dialects.linalg import IndexOp
@@ -43,8 +44,7 @@ def translate_scalar_op(body: Body, op: Operation, args: list[int], arg_types: l
         s = body.cast(args[1], arg_types[1], arg_types[0])
         q = body.add("arith.divf", (args[0], s), arg_types[0])
         return body.cast(q, arg_types[0], result_type)
-    if op.name not in kernel.BODY_OPS or op.name in ("linalg.index", "tensor.extract",
-                                                     "kernel.param"):
+    if op.name not in body_ops.SCALAR_OPS:
         raise Unsupported(f"unsupported op '{op.name}' in a generic body", op)
     attrs = body_op_attrs(op)
     return body.add(op.name, args, result_type, predicate=attrs.get("predicate", ""))
