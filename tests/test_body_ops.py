@@ -46,6 +46,13 @@ def test_the_reference_and_the_spirv_generator_implement_every_op():
     assert SPIRV_OPS.names == body_ops.NAMES
 
 
+@pytest.mark.parametrize("backend", BACKENDS.values(), ids=BACKENDS.keys())
+def test_each_signature_has_one_implementation_per_backend(backend):
+    for name in body_ops.OPS:
+        for operands, result in body_ops.signatures(name):
+            assert len(backend.candidates(name, operands, result)) <= 1, (name, operands, result)
+
+
 def test_infer_states_what_does_not_fit():
     assert body_ops.infer("arith.addf", ["f16", "f16"]) == "f16"
     assert body_ops.infer("arith.cmpi", ["i8", "i8"], predicate="ult") == "i1"

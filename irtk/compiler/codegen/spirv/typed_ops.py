@@ -143,10 +143,7 @@ def emit_typed(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
     result = op.result_type
     classes = [register_class(t) for t in types]
     result_class = register_class(result)
-    # A type-aware implementation wins over the register-class one (which the elementwise
-    # strategy calls directly on f32/i32 buffers).
-    impls = sorted(SPIRV_OPS.candidates(op.name, types, result), key=lambda i: i.form == "class")
-    impl = impls[0] if impls else None
+    impl = SPIRV_OPS.lookup(op.name, types, result)
     if impl is None:
         raise CompileError(f"vulkan-spirv: '{op.name}' on ({', '.join(types)}) -> {result} is "
                            f"not supported{_why_not(types, result)}")
