@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import SpirvBuildError, SpirvError, SpirvParseError, SpirvValidationError
 
-_SUBMODULES = frozenset({"binary", "builder", "errors", "reader", "tables", "tools"})
+_SUBMODULES = frozenset({"binary", "builder", "errors", "reader", "reflect", "tables", "tools"})
 _NAMES = {
     "ModuleBuilder": "builder",
     "EntryPoint": "reader",
