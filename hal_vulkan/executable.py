@@ -16,7 +16,7 @@ import vulkan as vk
 
 from irtk.hal import Executable
 from irtk.hal.executable import ExportInfo
-from hal_vulkan import requirements
+from hal_vulkan import requirements, shader_verifier
 from hal_vulkan.executable_def import EntryPointSpec, ExecutableSpec, parse_executable
 from hal_vulkan.resource import Resource, release_when_collected
 from hal_vulkan.status import call
@@ -85,6 +85,7 @@ class VulkanExecutable(Executable):
                  data: bytes | memoryview) -> None:
         spec = parse_executable(data)
         requirements.check(spec, context.info)
+        shader_verifier.verify(spec, context.info)
         self.spec = spec
         self.context = context
         self.requirements = spec.requirements

@@ -23,6 +23,9 @@ _BINDING_KINDS = (vulkan_executable.BindingKind.StorageBuffer,
                   vulkan_executable.BindingKind.UniformTexelBuffer)
 MAX_PUSH_CONSTANT_WORDS = 64  # 256 bytes, the largest maxPushConstantsSize in practice
 MAX_TEXEL_WINDOWS = 4096     # views per binding; devices allow far fewer texel descriptors
+# Drivers size their set layouts by the largest binding number (SwiftShader crashes making a
+# layout with binding 0xFFFFFFFF, even one the shader never uses); codegen numbers from 0.
+MAX_BINDING_NUMBER = 1023
 
 # The schema's shape, for the bounds-checking walk: field -> (vtable slot, kind).
 # Kinds: a struct format for scalars, "string", "[u32]", a table name or "[Table]".
@@ -217,6 +220,10 @@ def _check_meaning(root: vulkan_executable.ExecutableDefT) -> ExecutableSpec:
             texel = kind == vulkan_executable.BindingKind.UniformTexelBuffer
             if texel and not b.readOnly:
                 raise _fail(f"{where}.bindings[{j}]", "a texel buffer binding must be read-only")
+            if b.binding > MAX_BINDING_NUMBER:
+                raise _fail(f"{where}.bindings[{j}].binding",
+                            f"{b.binding} is above the largest binding number allowed "
+                            f"({MAX_BINDING_NUMBER})")
             count, texels = int(b.windowCount), int(b.windowTexels)
             _check_windows(f"{where}.bindings[{j}]", texel, count, texels)
             bindings.append(BindingSpec(int(b.binding), bool(b.readOnly), texel, count, texels))

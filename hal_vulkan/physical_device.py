@@ -112,6 +112,8 @@ def query(handle: Any, index: int) -> PhysicalDevice:
     if api >= make_version(1, 1):
         chain = _query_properties2(handle, api, extensions)
         subgroup_size = chain["subgroup"].subgroupSize
+        limits["subgroupSupportedOperations"] = chain["subgroup"].supportedOperations
+        limits["subgroupSupportedStages"] = chain["subgroup"].supportedStages
         uuid = bytes(chain["id"].deviceUUID)
         limits["maxMemoryAllocationSize"] = chain["maint3"].maxMemoryAllocationSize
         if "driver" in chain:
@@ -239,7 +241,8 @@ def _device_info(pd: PhysicalDevice, base: Any, subgroup_size: int, driver_name:
         pd.has("subgroupSizeControl")
         and bool(int(lim.get("requiredSubgroupSizeStages", 0)) & vk.VK_SHADER_STAGE_COMPUTE_BIT)
     ).lower()
-    for key in ("minSubgroupSize", "maxSubgroupSize"):
+    for key in ("minSubgroupSize", "maxSubgroupSize", "subgroupSupportedOperations",
+                "subgroupSupportedStages"):
         if key in lim:
             extra[key] = str(lim[key])
     return DeviceInfo(
