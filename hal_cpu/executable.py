@@ -120,7 +120,7 @@ class _KernelDecoder:
         tile_size = _get(self.where + ": tile_size", k.TileSize)
         if tile_size < 1:
             raise self.fail("tile_size", f"is {tile_size}, expected >= 1")
-        self.check_grid(nloops)
+        self.check_grid(nloops, loop_ranges, dyn_loops, iterators, tile_size)
         static = all(p < 0 for p in dyn_loops)
         inputs = self.operands("inputs", k.InputsLength, k.Inputs, loop_ranges, static,
                                iterators)
@@ -167,10 +167,15 @@ class _KernelDecoder:
             offset += size
         return params
 
-    def check_grid(self, nloops: int) -> None:
+    def check_grid(self, nloops: int, loop_ranges: list[int], dyn_loops: list[int],
+                   iterators: list[str], tile_size: int) -> None:
+        """A declared grid, times tile_size, must cover every parallel point for every value of
+        the dynamic extents: the host launches the grid's count, and a tile_size or divisor
+        that leaves points uncovered would compute part of the output without a word."""
         grid = _get(self.where + ": grid", self.kdef.Grid)
         if grid is None:
             return
+        axes: list[tuple[list[int], int]] = []
         for axis_name in ("X", "Y", "Z"):
             axis = _get(f"{self.where}: grid.{axis_name.lower()}", getattr(grid, axis_name))
             if axis is None:
@@ -180,8 +185,31 @@ class _KernelDecoder:
                                    axis.DimsAsNumpy, 4)
             if any(not 0 <= d < nloops for d in dims):
                 raise self.fail(f"{field}.dims", f"{dims} names a loop outside [0, {nloops})")
-            if _get(f"{self.where}: {field}.divisor", axis.Divisor) < 1 and dims:
+            divisor = _get(f"{self.where}: {field}.divisor", axis.Divisor)
+            if divisor < 1 and dims:
                 raise self.fail(f"{field}.divisor", "must be >= 1")
+            if dims:
+                axes.append((dims, divisor))
+        parallel = [j for j, t in enumerate(iterators) if t == "parallel"]
+        if all(p < 0 for p in dyn_loops):
+            total = math.prod(loop_ranges[j] for j in parallel)
+            count = math.prod(-(-math.prod(loop_ranges[d] for d in dims) // divisor)
+                              for dims, divisor in axes)
+            if count * tile_size < total:
+                raise self.fail("grid", f"launches {count} workgroup(s) of tile_size "
+                                f"{tile_size}: {count * tile_size} of the {total} parallel "
+                                "points")
+            return
+        named = {d for dims, _ in axes for d in dims}
+        missing = [j for j in parallel if j not in named and (dyn_loops[j] >= 0
+                                                                or loop_ranges[j] > 1)]
+        if missing:
+            raise self.fail("grid", f"no axis counts parallel loop(s) {missing}: the launch "
+                            "does not grow with them")
+        divisors = math.prod(divisor for _, divisor in axes)
+        if divisors > tile_size:
+            raise self.fail("grid", f"its divisors multiply to {divisors}, more than "
+                            f"tile_size {tile_size}: some parallel points get no workgroup")
 
     def dynamic(self, field: str, is_none: Callable[[], bool], length: Callable[[], int],
                 as_numpy: Callable[[], np.ndarray], count: int) -> list[int]:

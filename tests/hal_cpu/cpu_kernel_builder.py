@@ -47,7 +47,8 @@ def op(name: str, *operands: int, result_type: str | None = None, predicate: str
 def kernel(name: str, loop_ranges: Sequence[int], inputs: list[fb.OperandDefT],
            outputs: list[fb.OperandDefT], ops: list[fb.OpDefT], yields: Sequence[int],
            tile_size: int = 64, iterators: str = "", params: Sequence[tuple[str, str]] = (),
-           dynamic_loops: Sequence[int] | None = None) -> fb.KernelDefT:
+           dynamic_loops: Sequence[int] | None = None,
+           grid: fb.GridDefT | None = None) -> fb.KernelDefT:
     """`iterators`: one letter per loop, "p" parallel or "r" reduction (empty: all parallel);
     `params`: (name, type) push constants, laid out in order, each aligned to its size."""
     param_defs, offset = [], 0
@@ -60,7 +61,8 @@ def kernel(name: str, loop_ranges: Sequence[int], inputs: list[fb.OperandDefT],
                          outputs=outputs, ops=ops, yields=list(yields), tileSize=tile_size,
                          iteratorTypes=[0 if c == "p" else 1 for c in iterators],
                          params=param_defs,
-                         dynamicLoopRanges=list(dynamic_loops) if dynamic_loops else None)
+                         dynamicLoopRanges=list(dynamic_loops) if dynamic_loops else None,
+                         grid=grid)
 
 
 def executable(*kernels: fb.KernelDefT, identifier: bytes = b"IRCP") -> bytes:

@@ -49,6 +49,20 @@ def test_wrong_file_identifier():
         parse_kernels(b"")
 
 
+def _grid(*axes: tuple[list[int], int]) -> fb.GridDefT:
+    defs = [fb.GridAxisDefT(dims=dims, divisor=divisor) for dims, divisor in axes]
+    defs += [fb.GridAxisDefT(dims=[], divisor=1)] * (3 - len(defs))
+    return fb.GridDefT(x=defs[0], y=defs[1], z=defs[2])
+
+
+def _dynamic_add(grid: fb.GridDefT, tile_size: int) -> object:
+    """out[i, j] = a[i, j] + 1 over a dynamic 2-d range."""
+    return kernel("dyn", [-1, -1], [operand(0, "f32", [-1, -1], 2, dynamic_dims=[0, 1])],
+                  [operand(1, "f32", [-1, -1], 2, dynamic_dims=[0, 1])],
+                  [op("arith.addf", 0, 0, result_type="f32")], [2], tile_size=tile_size,
+                  params=[("n", "index"), ("m", "index")], dynamic_loops=[0, 1], grid=grid)
+
+
 def _ops_kernel(ops, yields=(3,), out_type="f32"):
     return kernel("k", [10], [operand(0, "f32", [10], 1), operand(1, "i32", [10], 1)],
                   [operand(2, out_type, [10], 1)], ops, list(yields))
@@ -88,6 +102,15 @@ BAD_KERNELS = {
     "yield undefined": (_ops_kernel([], yields=[9]), r"yields\[0\]: value 9 is not defined"),
     "binding": (kernel("k", [4], [operand(2 ** 20, "f32", [4], 1)], [], [], []),
                 r"inputs\[0\].binding: 1048576 is out of range"),
+    # The host launches the grid's count: a tile smaller than the grid assumes leaves points
+    # uncovered.
+    "tile below the grid": (_add_kernel(grid=_grid(([0], 4)), tileSize=2),
+                            r"'add': grid: launches 3 workgroup\(s\) of tile_size 2: 6 of "
+                            r"the 10 parallel points"),
+    "grid skips a loop": (_dynamic_add(_grid(([0], 1)), 64),
+                          r"'dyn': grid: no axis counts parallel loop\(s\) \[1\]"),
+    "grid divisors": (_dynamic_add(_grid(([0], 8), ([1], 16)), 64),
+                      r"'dyn': grid: its divisors multiply to 128, more than tile_size 64"),
 }
 
 
@@ -96,6 +119,12 @@ def test_inconsistent_kernel_is_rejected_naming_kernel_and_field(case):
     k, message = BAD_KERNELS[case]
     with pytest.raises(VerificationError, match=message):
         parse_kernels(executable(k))
+
+
+def test_grids_that_cover_every_point_load():
+    parse_kernels(executable(_add_kernel(grid=_grid(([0], 4)))))
+    parse_kernels(executable(_dynamic_add(_grid(([0, 1], 64)), 64)))
+    parse_kernels(executable(_dynamic_add(_grid(([1], 8), ([0], 8)), 64)))
 
 
 def test_duplicate_kernel_names_and_empty_executables_are_rejected():
