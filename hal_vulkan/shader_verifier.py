@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from irtk.errors import VerificationError
+from irtk.errors import DeviceError, VerificationError
 from irtk.hal import DeviceInfo
 from hal_vulkan.executable_def import BindingSpec, EntryPointSpec, ExecutableSpec
 from spirv import reflect as spv
 from spirv import tools
-from spirv.errors import SpirvError
+from spirv.errors import SpirvError, SpirvValidationError
 from spirv.tables import TARGET_ENVS, AddressingModel, Capability, ExecutionModel
 
 # SPIR-V capabilities the driver accepts, each with the requirement that must be declared for
@@ -86,8 +86,10 @@ def validation_problem(code: bytes, env: str) -> str | None:
     try:
         tools.validate(code, env)
         verdict = None
-    except SpirvError as exc:
-        verdict = getattr(exc, "diagnostic", "") or str(exc)
+    except SpirvValidationError as exc:
+        verdict = exc.diagnostic or str(exc)
+    except SpirvError as exc:  # SPIRV-Tools itself is missing or broken: not the module's fault
+        raise DeviceError(f"cannot validate SPIR-V: {exc}") from None
     with _verdicts_lock:
         _verdicts[key] = verdict
     return verdict
