@@ -21,9 +21,6 @@ if TYPE_CHECKING:
 
 # Texel-buffer bindings are read as R32G32B32A32_UINT texels (docs/codegen_spirv.md).
 TEXEL_BYTES = 16
-_VIEW_INFO = vk.ffi.new("VkBufferViewCreateInfo*")
-_VIEW_INFO.sType = vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO
-_VIEW_INFO.format = vk.VK_FORMAT_R32G32B32A32_UINT
 
 
 def _write(writes: Any, i: int, dst_set: Any, number: int, kind: int) -> Any:
@@ -81,7 +78,11 @@ def fill_texel_write(context: DeviceContext, recording: Any, views: Any, view: i
 
 def create_texel_view(context: DeviceContext, buffer: Any, offset: int, size: int) -> Any:
     """A new R32G32B32A32_UINT VkBufferView of `size` bytes at `offset` of `buffer`."""
-    info = _VIEW_INFO
+    # A struct per view, not one shared by the module: devices record under their own
+    # locks, so two devices may make views at once.
+    info = vk.ffi.new("VkBufferViewCreateInfo*")
+    info.sType = vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO
+    info.format = vk.VK_FORMAT_R32G32B32A32_UINT
     info.buffer, info.offset, info.range = buffer, offset, size
     view = vk.ffi.new("VkBufferView*")
     check_result("vkCreateBufferView",

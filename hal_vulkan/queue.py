@@ -68,11 +68,17 @@ class Queue:
         self.in_flight: deque[Submission] = deque()
 
     def poll(self) -> int:
-        """The newest completed serial; forgets the submissions it covers."""
+        """The newest completed serial; forgets the submissions it covers. Takes the device
+        lock (callers such as `wait_serial` may not hold it): two threads popping finished
+        submissions at once could otherwise pop one that has not finished, or an empty deque,
+        and `completed` could go back to an older reading."""
         if self.completed < self.serial:
-            self.completed = fast.counter_value(self.vk_device, self.timeline)
-            while self.in_flight and self.in_flight[0].serial <= self.completed:
-                self.in_flight.popleft()
+            with self.lock:
+                completed = fast.counter_value(self.vk_device, self.timeline)
+                if completed > self.completed:
+                    self.completed = completed
+                while self.in_flight and self.in_flight[0].serial <= self.completed:
+                    self.in_flight.popleft()
         return self.completed
 
     def submit(self, waits: Sequence[tuple[Timeline, int]],

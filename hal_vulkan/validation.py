@@ -51,6 +51,8 @@ class ValidationLog:
             return
         with self._lock:
             messages, self._messages = self._messages, []
+        if not messages:
+            return  # another thread raised them first
         more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
         raise DeviceError(f"Vulkan validation reported{more}: " + "\n".join(messages))
 

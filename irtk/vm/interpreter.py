@@ -11,9 +11,20 @@ A yieldable import may return an `irtk.vm.yielding.Wait`: the loop then returns 
 invocation state (`_Suspended`) instead of results, and an `Invocation` (the future that
 `Context.start` returns) resumes it once the wait is over. A blocking `Context.call` is the same
 machinery driven to completion, so it pays nothing for this unless something actually waits.
+
+Threads: a context may be called from several threads at once (a server). VM code of a context
+runs only under its lock (`Context._lock`), taken once per start or resumption, not per
+instruction; waiting (`Wait.block`) happens without it. So the code of one call between two
+waits runs as a unit with respect to every other call of the context: globals, the in-flight
+set and each invocation's state are only touched under the lock, and any thread may drive any
+invocation (`result()` also advances the others that are ready, whichever thread started them)
+without two threads ever resuming the same one. A simpler rule than "a thread resumes only its
+own invocations", and it keeps the one-thread guarantee that waiting on one call never stalls
+another call's progress.
 """
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any, Callable, Sequence
@@ -73,12 +84,13 @@ class _Suspended:
 
 
 class Invocation:
-    """A function call in flight: a future that a single thread drives to completion.
+    """A function call in flight: a future that any thread may drive to completion.
 
     `Context.start` runs the call until it finishes or a yieldable import waits. `poll()`
     resumes it if its wait is over (without blocking), `done()` says whether it has finished,
     `result(timeout)` drives it — and every other invocation of the same context that is
-    ready — until it finishes, then returns its raw results or raises its error.
+    ready — until it finishes, then returns its raw results or raises its error. The methods
+    whose names start with an underscore need the context's lock held (see the module doc).
     """
 
     __slots__ = ("context", "name", "_state", "_values", "_error", "__weakref__")
@@ -99,9 +111,7 @@ class Invocation:
             self._values = outcome
             self.context._in_flight.discard(self)
 
-    def _advance(self) -> None:
-        state = self._state
-        assert state is not None
+    def _advance(self, state: _Suspended) -> None:
         try:
             self._settle(self.context._resume(state))
         except Error as e:
@@ -114,20 +124,28 @@ class Invocation:
 
     def poll(self) -> bool:
         """Resume if the awaited thing is ready; True once the call has finished."""
-        while self._state is not None:
+        if self._state is None:
+            return True
+        with self.context._lock:
+            return self._poll()
+
+    def _poll(self) -> bool:
+        while True:
+            state = self._state
+            if state is None:
+                return True
             try:
-                ready = self._state.pending.wait.ready()
+                ready = state.pending.wait.ready()
             except Error as e:
-                self._fail_wait(e)
-                break
+                self._fail_wait(state, e)
+                return True
             if not ready:
                 return False
-            self._advance()
-        return True
+            self._advance(state)
 
-    def _fail_wait(self, error: Error) -> None:
-        state = self._state
-        assert state is not None
+    def _fail_wait(self, state: _Suspended, error: Error) -> None:
+        if self._state is not state:
+            return   # another thread resumed it meanwhile; this wait is over
         self._state = None
         self._error = self.context._wrap_wait_error(state.pending, error)
         self.context._in_flight.discard(self)
@@ -135,28 +153,34 @@ class Invocation:
     def result(self, timeout: float | None = None) -> list[Any]:
         """The raw results; raises the call's error, or TimeoutError if `timeout` passes."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.poll():
-            for other in list(self.context._in_flight):
-                if other is not self:
-                    other.poll()
-            if self.done():
-                break
-            slice_ = _POLL_SLICE if self.context._in_flight - {self} else None
+        lock = self.context._lock
+        while True:
+            with lock:
+                if self._poll():
+                    break
+                others = [o for o in self.context._in_flight if o is not self]
+                for other in others:
+                    other._poll()
+                state = self._state
+                if state is None:
+                    break
+                waiting = any(o._state is not None for o in others)
+            # Block outside the lock, so the other threads' calls go on meanwhile.
+            slice_ = _POLL_SLICE if waiting else None
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"'{self.name}' did not finish within {timeout} s")
                 slice_ = left if slice_ is None else min(slice_, left)
-            state = self._state
-            if state is not None:
-                started = time.monotonic()
-                try:
-                    ready = state.pending.wait.block(slice_)
-                except Error as e:
-                    self._fail_wait(e)
-                    continue
-                if not ready and time.monotonic() - started < 0.0005:
-                    time.sleep(0.0005)   # a wait that cannot block must not make us spin
+            started = time.monotonic()
+            try:
+                ready = state.pending.wait.block(slice_)
+            except Error as e:
+                with lock:
+                    self._fail_wait(state, e)
+                continue
+            if not ready and time.monotonic() - started < 0.0005:
+                time.sleep(0.0005)   # a wait that cannot block must not make us spin
         if self._error is not None:
             raise self._error
         assert self._values is not None
@@ -223,6 +247,8 @@ class Context:
         self.module = module
         self.fuse = fuse
         self.step_limit: float = float("inf") if step_limit is None else step_limit
+        # Held while VM code of this context runs and while invocations change state.
+        self._lock = threading.RLock()
         self._in_flight: weakref.WeakSet[Invocation] = weakref.WeakSet()
         self.native_modules = list(native_modules)
         self.imports: list[LinkedImport] = link_imports(module, self.native_modules)
@@ -252,27 +278,33 @@ class Context:
         """Run an export (by name) or an internal function (by ordinal) with raw VM values;
         blocks while it waits (other in-flight invocations still advance meanwhile)."""
         fn = self._resolve(function)
-        outcome = self._loop(fn, fn.code, self._frame(fn, args), 0, [], self.step_limit)
-        if isinstance(outcome, _Suspended):
-            return self._finish(fn, outcome)
-        return outcome
+        regs = self._frame(fn, args)
+        with self._lock:
+            outcome = self._loop(fn, fn.code, regs, 0, [], self.step_limit)
+            if not isinstance(outcome, _Suspended):
+                return outcome
+            invocation = Invocation(self, fn.name)
+            invocation._settle(outcome)
+        return invocation.result()
 
     def start(self, function: str | int, args: Sequence[Any] = ()) -> Invocation:
         """Begin a call and return it as an `Invocation` once it finishes or first waits."""
         fn = self._resolve(function)
         invocation = Invocation(self, fn.name)
-        try:
-            invocation._settle(self._loop(fn, fn.code, self._frame(fn, args), 0, [],
-                                          self.step_limit))
-        except Error as e:
-            invocation._error = e
+        with self._lock:
+            try:
+                invocation._settle(self._loop(fn, fn.code, self._frame(fn, args), 0, [],
+                                              self.step_limit))
+            except Error as e:
+                invocation._error = e
         return invocation
 
     def _finish(self, fn: "_Function", outcome: "list[Any] | _Suspended") -> list[Any]:
         if not isinstance(outcome, _Suspended):
             return outcome
         invocation = Invocation(self, fn.name)
-        invocation._settle(outcome)
+        with self._lock:
+            invocation._settle(outcome)
         return invocation.result()
 
     def _frame(self, fn: "_Function", args: Sequence[Any]) -> list[Any]:
