@@ -12,8 +12,10 @@ from irtk.errors import (CompileError, DeviceError, Error, InputError, ParseErro
 
 __version__ = "0.1.0"
 
+from irtk.vm.limits import Limits
+
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
-           "InputError", "RuntimeFailure", "compile_file", "compile_str", "load"]
+           "InputError", "RuntimeFailure", "Limits", "compile_file", "compile_str", "load"]
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Any) -> bytes:
@@ -29,8 +31,9 @@ def compile_str(text: str, target: str = "vulkan-spirv", **options: Any) -> byte
     return driver.compile_str(text, target=target, **options)
 
 
-def load(module: bytes | str, device: str = "local-task") -> Any:
+def load(module: bytes | str, device: str = "local-task", *,
+         limits: Limits | None = None) -> Any:
     """Load a module (bytes or a .vmfb path) on `device`; its exports become callables that
-    take and return numpy arrays."""
+    take and return numpy arrays. `limits` bounds each call's steps, time and memory."""
     from irtk.runtime import load as _load
-    return _load(module, device=device)
+    return _load(module, device=device, limits=limits)

@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8 or @x.npy (repeat per argument)")
     r.add_argument("--output", action="append", default=[],
                    help="save a result as @file.npy (repeat per result, in order)")
+    r.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="fail the load or the call if it runs longer (VM code and waits)")
     r.set_defaults(handler=_cmd_run)
 
     du = sub.add_parser("dump", help="show what a module holds (VM code as vm-dis prints it)")
@@ -174,15 +176,28 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise InputError(f"cannot write '{path}': {e.strerror}") from None
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds (argparse turns the ValueError into a usage error)."""
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(text)
+    return value
+
+
+_seconds.__name__ = "number of seconds"   # argparse: "invalid number of seconds value: '-1'"
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from irtk import runtime
-    module = runtime.load(args.module, device=args.device)
+    from irtk.vm.limits import Limits
+    module = runtime.load(args.module, device=args.device, limits=Limits(seconds=args.timeout))
     if args.function not in module.function_names:
         raise InputError(f"module has no exported function '{args.function}'; exports: "
                          f"{', '.join(module.function_names) or 'none'}")
-    inputs = [runtime.parse_input(text) for text in args.input]
+    inputs = [runtime.parse_input(text, where=f"--input {i}")
+              for i, text in enumerate(args.input)]
     results = module[args.function](*inputs)
     if results is None:
         results = ()

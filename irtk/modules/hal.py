@@ -15,6 +15,7 @@ from irtk import hal
 from irtk.errors import InputError, RuntimeFailure
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.modules import hal_types
+from irtk.vm import limits
 from irtk.vm.native_module import NativeFunction, NativeModule
 from irtk.vm.ref_types import RefType, ref_type_name
 from irtk.vm.refs import VM_BUFFER, VMBuffer
@@ -150,8 +151,10 @@ class HalModule(NativeModule):
         dev = _check(device, hal_types.DEVICE, fn, "device")
         if size < 0:
             raise RuntimeFailure(f"hal.{fn}: negative size {size}")
-        return dev.queue_alloca(_fence_or_empty(wait, fn, "wait fence"),
-                                _fence_or_empty(signal, fn, "signal fence"), size)
+        wait_fence = _fence_or_empty(wait, fn, "wait fence")
+        signal_fence = _fence_or_empty(signal, fn, "signal fence")
+        return limits.device_allocation(size, f"hal.{fn} of {size} bytes",
+                                        lambda: dev.queue_alloca(wait_fence, signal_fence, size))
 
     def device_queue_dealloca(self, device: Any, affinity: int, wait: Any, signal: Any,
                               buffer: Any) -> None:
@@ -205,7 +208,8 @@ class HalModule(NativeModule):
         if size < 0:
             raise RuntimeFailure(f"hal.{fn}: negative size {size}")
         flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
-        return alloc.allocate(size, flags)
+        return limits.device_allocation(size, f"hal.{fn} of {size} bytes",
+                                        lambda: alloc.allocate(size, flags))
 
     def allocator_allocate_initialized(self, allocator: Any, affinity: int, memory_types: int,
                                        usage: int, source: Any, source_offset: int,
@@ -216,7 +220,9 @@ class HalModule(NativeModule):
         src = _check(source, VM_BUFFER, fn, "source")
         _range(fn, "source", source_offset, length, len(src))
         flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
-        return alloc.allocate_with_data(src.data[source_offset:source_offset + length], flags)
+        data = src.data[source_offset:source_offset + length]
+        return limits.device_allocation(length, f"hal.{fn} of {length} bytes",
+                                        lambda: alloc.allocate_with_data(data, flags))
 
     def buffer_length(self, buffer: Any) -> int:
         return _check(buffer, hal_types.BUFFER, "buffer.length", "buffer").size

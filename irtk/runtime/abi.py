@@ -16,6 +16,7 @@ import numpy as np
 from irtk import hal
 from irtk.errors import InputError
 from irtk.runtime.typed_array import TypedArray, integer_range_error
+from irtk.vm.limits import format_bytes, host_memory_bytes
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,15 @@ def describe_array(array: np.ndarray) -> str:
     return "x".join([str(d) for d in array.shape] + [name]) + f" ({array.dtype})"
 
 
+def check_input_size(where: str, what: str, count: int, nbytes: int) -> None:
+    """Refuse, before anything is allocated, an input larger than this machine's memory (or
+    than numpy can index): `what` ("1000x1000xf32") has `count` elements of `nbytes` total."""
+    limit = host_memory_bytes()
+    if nbytes > limit or count >= 1 << 63:
+        raise InputError(f"{where}: {what} is {count:,} elements ({format_bytes(nbytes)}), "
+                         f"more than this machine's memory ({format_bytes(limit)})")
+
+
 def to_typed_array(value: Any, expected: TensorType, where: str) -> TypedArray:
     """`value` as values of `expected`'s element type, which numpy lacks: a TypedArray of that
     type as it is; real numbers rounded (floats) or wrapped (integers) to it. Integers must lie
@@ -78,6 +88,8 @@ def to_typed_array(value: Any, expected: TensorType, where: str) -> TypedArray:
     kinds = "fiub" if et.is_float else "iub"
     if array.dtype.kind not in kinds or not expected.matches(array.shape, et):
         raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+    check_input_size(where, describe_array(array), array.size,
+                     max(array.size * array.itemsize, et.storage_bytes(array.size)))
     problem = integer_range_error(array, et)
     if problem is not None:
         raise InputError(f"{where}: {problem}")
@@ -101,6 +113,8 @@ def to_array(value: Any, expected: TensorType | None, where: str) -> np.ndarray:
             target = expected.element_type.numpy_dtype()
             if array.dtype == object or not np.can_cast(array.dtype, target, "same_kind"):
                 raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+            check_input_size(where, describe_array(array), array.size,
+                             array.size * target.itemsize)
             array = array.astype(target)
     if expected is not None:
         try:
@@ -109,8 +123,12 @@ def to_array(value: Any, expected: TensorType | None, where: str) -> np.ndarray:
             element_type = None
         if element_type is None or not expected.matches(array.shape, element_type):
             raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+    if array.flags.c_contiguous:
+        return array
+    # A strided or broadcast view is copied: refuse one whose copy the machine cannot hold.
+    check_input_size(where, describe_array(array), array.size, array.size * array.itemsize)
     # not np.ascontiguousarray: it turns a rank-0 array into shape (1,)
-    return array if array.flags.c_contiguous else array.copy(order="C")
+    return array.copy(order="C")
 
 
 def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,

@@ -18,18 +18,20 @@ import numpy as np
 
 from irtk import hal
 from irtk.errors import InputError
-from irtk.runtime.abi import TensorType
+from irtk.runtime.abi import TensorType, check_input_size
 from irtk.runtime.typed_array import TypedArray, integer_range_error
+from irtk.vm.limits import format_bytes
 
 _SEPARATORS = re.compile(r"[\s,\[\]]+")
 _EXAMPLE = "e.g. 4x2xf32=1,2,3,4,5,6,7,8"
 
 
-def parse_input(text: str) -> np.ndarray | TypedArray:
-    """An array from IREE `--input=` text; InputError says what is malformed."""
+def parse_input(text: str, where: str = "input") -> np.ndarray | TypedArray:
+    """An array from IREE `--input=` text; InputError says what is malformed. `where` names
+    the argument in messages ("--input 2")."""
     text = text.strip()
     if text.startswith("@"):
-        return _load_npy(text[1:])
+        return _load_npy(text[1:], where)
     type_text, sep, values = text.partition("=")
     if not sep:
         raise InputError(f"malformed input '{text}': expected TYPE=VALUES, {_EXAMPLE}")
@@ -41,10 +43,15 @@ def parse_input(text: str) -> np.ndarray | TypedArray:
     if len(shape) != len(tensor_type.shape):
         raise InputError(f"malformed input '{text}': dynamic dimension in an input type")
     et = tensor_type.element_type
+    count = math.prod(shape)
+    if any(d >= 1 << 63 for d in shape):
+        big = max(shape)
+        raise InputError(f"{where}: {type_text} has a dimension of {big:,}, more than the "
+                         f"largest an array can have (2^63-1)")
+    check_input_size(where, type_text, count, et.storage_bytes(count))
     if not et.has_numpy_dtype:
         return _parse_typed(text, et, shape, type_text, values.strip())
     dtype = et.numpy_dtype()
-    count = math.prod(shape)
     values = values.strip()
     if values.startswith("@"):
         return _load_raw(values[1:], dtype, shape, type_text)
@@ -112,14 +119,55 @@ def _parse_element(token: str, dtype: np.dtype, type_text: str) -> Any:
     return value
 
 
-def _load_npy(path: str) -> np.ndarray:
+def _load_npy(path: str, where: str) -> np.ndarray:
+    """A .npy array, its header checked (well formed, no objects, a size the file holds and
+    the machine can take) before any of it is allocated."""
     try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"cannot read input file '{path}': {e}") from None
-    if not isinstance(array, np.ndarray):
-        raise InputError(f"input file '{path}' holds several arrays; give one .npy array")
+        with open(os.fspath(path), "rb") as f:
+            if f.read(4) == b"PK\x03\x04":   # a zip: an .npz archive
+                raise InputError(f"{where}: input file '{path}' holds several arrays (.npz); "
+                                 f"give one .npy array")
+            f.seek(0)
+            shape, dtype = _npy_header(f, path, where)
+            count = math.prod(shape)
+            check_input_size(where, f"'{path}' ({'x'.join(map(str, shape)) or 'scalar'} "
+                             f"{dtype})", count, count * dtype.itemsize)
+            data_start = f.tell()
+            available = os.fstat(f.fileno()).st_size - data_start
+            needed = count * dtype.itemsize
+            if available < needed:
+                raise InputError(f"{where}: input file '{path}' is cut short: its header says "
+                                 f"{count:,} elements of {dtype} ({format_bytes(needed)}), "
+                                 f"it holds {format_bytes(available)}")
+            f.seek(0)
+            array = np.load(f, allow_pickle=False)
+    except OSError as e:
+        raise InputError(f"{where}: cannot read input file '{path}': "
+                         f"{e.strerror or e}") from None
+    except (ValueError, EOFError) as e:
+        raise InputError(f"{where}: cannot read input file '{path}': {e}") from None
     return array
+
+
+def _npy_header(f: Any, path: str, where: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a .npy header declares; InputError if it is malformed."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, _, dtype = fmt.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except Exception as e:   # numpy parses the header text with ast: any error is a bad file
+        reason = e.args[0] if e.args and isinstance(e.args[0], str) else type(e).__name__
+        raise InputError(f"{where}: input file '{path}' is not a valid .npy file "
+                         f"(malformed header: {reason})") from None
+    if dtype.hasobject:
+        raise InputError(f"{where}: input file '{path}' holds Python objects ({dtype}); "
+                         f"irtk reads only numeric arrays")
+    return tuple(int(d) for d in shape), dtype
 
 
 def _read_file(path: str) -> bytes:

@@ -16,6 +16,7 @@ from irtk.modules.hal import HalModule
 from irtk.runtime import abi
 from irtk.vm import Context, Invocation, NativeModule, VMBuffer, VMList, load_module
 from irtk.vm.calling_convention import Signature
+from irtk.vm.limits import Limits
 
 ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
 # Ref arguments without an abi type that are handed to the VM unconverted.
@@ -27,20 +28,25 @@ def _device(device: str | hal.Device) -> hal.Device:
 
 
 def vm_context(module: ModuleSource, device: str | hal.Device = "local-task",
-               native_modules: Sequence[NativeModule] = ()) -> Context:
+               native_modules: Sequence[NativeModule] = (), *,
+               limits: Limits | None = None) -> Context:
     """The lower-level way in: a VM context whose `call(name, values)` takes raw VM values
     (ints, floats, refs such as `hal.BufferView`) and returns the raw result list."""
     dev = _device(device)
-    return Context(load_module(module), [HalModule(dev), *native_modules])
+    return Context(load_module(module), [HalModule(dev), *native_modules], limits=limits)
 
 
 def load(module: ModuleSource, device: str | hal.Device = "local-task",
-         native_modules: Sequence[NativeModule] = ()) -> "LoadedModule":
-    """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device`."""
+         native_modules: Sequence[NativeModule] = (), *,
+         limits: Limits | None = None) -> "LoadedModule":
+    """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device`.
+
+    `limits` (an `irtk.Limits`) bounds each call and `__init`, which runs here: steps, wall
+    time (`Limits(seconds=2)`), VM heap and device memory; the defaults bound only memory."""
     dev = _device(device)
     bytecode = load_module(module)
     try:
-        context = Context(bytecode, [HalModule(dev), *native_modules])
+        context = Context(bytecode, [HalModule(dev), *native_modules], limits=limits)
     except RuntimeFailure as e:  # `__init` failed: say on which device
         raise RuntimeFailure(f"cannot load module '{bytecode.name}' on device "
                              f"'{dev.info.name}': {e}") from None

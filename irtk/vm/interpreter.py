@@ -24,15 +24,17 @@ another call's progress.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import weakref
 from typing import Any, Callable, Sequence
 
 from irtk.errors import Error, InputError, RuntimeFailure
-from irtk.vm import fusion, isa, numerics, ref_types
+from irtk.vm import fusion, isa, limits as vm_limits, numerics, ref_types
 from irtk.vm.calling_convention import Segment, Signature
 from irtk.vm.encoding import Instr
+from irtk.vm.limits import Budget, Limits, Meter
 from irtk.vm.module import BytecodeModule, FunctionDef
 from irtk.vm.native_module import LinkedImport, NativeModule, link_imports
 from irtk.vm.ops import FACTORIES
@@ -73,14 +75,14 @@ class _Yield:
 
 
 class _Suspended:
-    """The whole state of a suspended invocation: current frame, saved frames, step budget."""
+    """The whole state of a suspended invocation: current frame, saved frames, its budget."""
 
-    __slots__ = ("fn", "code", "regs", "pc", "stack", "fuel", "pending")
+    __slots__ = ("fn", "code", "regs", "pc", "stack", "budget", "pending")
 
     def __init__(self, fn: "_Function", code: list, regs: list, pc: int, stack: list,
-                 fuel: float, pending: _Yield) -> None:
+                 budget: Budget, pending: _Yield) -> None:
         self.fn, self.code, self.regs, self.pc = fn, code, regs, pc
-        self.stack, self.fuel, self.pending = stack, fuel, pending
+        self.stack, self.budget, self.pending = stack, budget, pending
 
 
 class Invocation:
@@ -140,6 +142,11 @@ class Invocation:
                 self._fail_wait(state, e)
                 return True
             if not ready:
+                if state.budget.out_of_time():
+                    self._fail_wait(state, RuntimeFailure(
+                        f"'{self.name}' ran past its time limit of {state.budget.seconds:g} s "
+                        f"(Limits.seconds) while waiting"))
+                    return True
                 return False
             self._advance(state)
 
@@ -167,6 +174,9 @@ class Invocation:
                 waiting = any(o._state is not None for o in others)
             # Block outside the lock, so the other threads' calls go on meanwhile.
             slice_ = _POLL_SLICE if waiting else None
+            limit_left = state.budget.time_left()
+            if limit_left is not None:   # wake up when the call's own time limit is over
+                slice_ = max(limit_left, 0.0) if slice_ is None else min(slice_, limit_left)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -240,13 +250,21 @@ class Context:
 
     def __init__(self, module: BytecodeModule, native_modules: Sequence[NativeModule] = (),
                  *, run_init: bool = True, step_limit: int | None = None,
-                 fuse: bool = True) -> None:
-        """`step_limit` bounds the branches, calls and fused runs one invocation may take (a
-        RuntimeFailure past it); None means no limit. Tests that run untrusted code use it.
+                 limits: Limits | None = None, fuse: bool = True) -> None:
+        """`limits` bounds what each invocation (`__init` included) and the context may use:
+        steps, wall time, VM heap and device memory (`irtk.vm.limits`); a RuntimeFailure
+        says which ran out. `step_limit` is a shorthand for `Limits(steps=...)`.
         `fuse=False` keeps one closure per instruction (tests compare both ways)."""
         self.module = module
         self.fuse = fuse
-        self.step_limit: float = float("inf") if step_limit is None else step_limit
+        if step_limit is not None:
+            limits = dataclasses.replace(limits or Limits(), steps=step_limit)
+        self.limits = (limits or Limits()).resolved()
+        self.step_limit: float = float("inf") if self.limits.steps is None else self.limits.steps
+        assert self.limits.heap_bytes is not None and self.limits.device_bytes is not None
+        self._heap = Meter(f"module '{module.name}'", self.limits.heap_bytes, "heap_bytes")
+        self._device = Meter(f"module '{module.name}'", self.limits.device_bytes,
+                             "device_bytes")
         # Held while VM code of this context runs and while invocations change state.
         self._lock = threading.RLock()
         self._in_flight: weakref.WeakSet[Invocation] = weakref.WeakSet()
@@ -263,7 +281,7 @@ class Context:
         if run_init and module.init_function >= 0:
             init = self.functions[module.init_function]
             self._finish(init, self._loop(init, init.code, list(init.template), 0, [],
-                                          self.step_limit))
+                                          self._budget(init)))
 
     # -- calling from Python ---------------------------------------------------------------------
 
@@ -280,7 +298,7 @@ class Context:
         fn = self._resolve(function)
         regs = self._frame(fn, args)
         with self._lock:
-            outcome = self._loop(fn, fn.code, regs, 0, [], self.step_limit)
+            outcome = self._loop(fn, fn.code, regs, 0, [], self._budget(fn))
             if not isinstance(outcome, _Suspended):
                 return outcome
             invocation = Invocation(self, fn.name)
@@ -294,7 +312,7 @@ class Context:
         with self._lock:
             try:
                 invocation._settle(self._loop(fn, fn.code, self._frame(fn, args), 0, [],
-                                              self.step_limit))
+                                              self._budget(fn)))
             except Error as e:
                 invocation._error = e
         return invocation
@@ -306,6 +324,13 @@ class Context:
         with self._lock:
             invocation._settle(outcome)
         return invocation.result()
+
+    def _budget(self, fn: "_Function") -> Budget:
+        return Budget(self.limits, fn.name, self._heap, self._device)
+
+    def memory_in_use(self) -> dict[str, int]:
+        """Live bytes this context's code has allocated: VM heap and device memory."""
+        return {"heap": self._heap.used, "device": self._device.used}
 
     def _frame(self, fn: "_Function", args: Sequence[Any]) -> list[Any]:
         banks = fn.signature.arg_banks()
@@ -333,8 +358,10 @@ class Context:
     # -- the loop --------------------------------------------------------------------------------
 
     def _loop(self, fn: _Function, code: list, regs: list[Any], pc: int, stack: list,
-              fuel: float) -> "list[Any] | _Suspended":
+              budget: Budget) -> "list[Any] | _Suspended":
         """Run from `pc` until the outermost frame returns (its values) or a call waits."""
+        previous = vm_limits.enter(budget)
+        fuel = budget.fuel
         try:
             while True:
                 x = code[pc](regs)
@@ -344,14 +371,14 @@ class Context:
                     pc = x
                     fuel -= 1
                     if fuel < 0:
-                        raise RuntimeFailure(self._out_of_steps(fn, pc))
+                        fuel = self._checkpoint(budget, fn, pc)
                 elif x.__class__ is _Call:
                     if len(stack) >= MAX_FRAMES - 1:
                         raise RuntimeFailure(f"stack overflow: more than {MAX_FRAMES} frames "
                                              f"(calling '{x.callee.name}' from '{fn.name}')")
                     fuel -= 1
                     if fuel < 0:
-                        raise RuntimeFailure(self._out_of_steps(fn, pc))
+                        fuel = self._checkpoint(budget, fn, pc)
                     callee = x.callee
                     frame = list(callee.template)
                     for src, dst in x.moves:
@@ -366,7 +393,8 @@ class Context:
                     for dst, value in zip(targets, values):
                         regs[dst] = value
                 else:   # _Yield: park the whole invocation
-                    return _Suspended(fn, code, regs, pc, stack, fuel, x)
+                    budget.fuel = fuel
+                    return _Suspended(fn, code, regs, pc, stack, budget, x)
         except Error:
             stack.clear()
             regs = []
@@ -376,11 +404,22 @@ class Context:
             where = self._where(fn, offset)
             stack.clear()
             regs = []
-            raise RuntimeFailure(f"{where}: {e}") from None
+            raise RuntimeFailure(f"{where}: {_reason(e)}") from None
+        finally:
+            vm_limits.leave(previous)
 
-    def _out_of_steps(self, fn: _Function, pc: int) -> str:
-        where = self._where(fn, fn.offsets[pc] if pc < len(fn.offsets) else -1)
-        return f"{where}: step limit of {self.step_limit:.0f} branches and calls exceeded"
+    def _checkpoint(self, budget: Budget, fn: _Function, pc: int) -> float:
+        """A grant of steps is spent: check the step total and the clock, grant the next."""
+        budget.steps_left -= budget.granted
+        if budget.steps_left <= 0 or budget.out_of_time():
+            where = self._where(fn, fn.offsets[pc] if pc < len(fn.offsets) else -1)
+            if budget.steps_left <= 0:
+                raise RuntimeFailure(f"{where}: step limit of {self.step_limit:.0f} branches "
+                                     f"and calls exceeded (Limits.steps)")
+            raise RuntimeFailure(f"{where}: time limit of {budget.seconds:g} s exceeded "
+                                 f"(Limits.seconds)")
+        budget.granted = min(vm_limits.CHECK_EVERY, budget.steps_left)
+        return budget.granted - 1
 
     def _resume(self, s: _Suspended) -> "list[Any] | _Suspended":
         """Continue a suspended invocation whose wait is over."""
@@ -399,7 +438,7 @@ class Context:
             s.stack.clear()
             raise RuntimeFailure(f"{pending.name}: bad results {value!r}: {e} "
                                  f"(in {pending.where})") from None
-        return self._loop(s.fn, s.code, s.regs, s.pc + 1, s.stack, s.fuel)
+        return self._loop(s.fn, s.code, s.regs, s.pc + 1, s.stack, s.budget)
 
     @staticmethod
     def _wrap_wait_error(pending: _Yield, error: Error) -> Error:
@@ -595,6 +634,13 @@ class Context:
                                     for i in range(0, len(slots), width)])
             return out
         return _native_call(linked, gather, results, self._where(fn, instr.offset))
+
+
+def _reason(error: Exception) -> str:
+    """An op's exception as a message; MemoryError says nothing by itself."""
+    if isinstance(error, MemoryError):
+        return f"out of host memory{': ' + str(error) if str(error) else ''}"
+    return str(error) or type(error).__name__
 
 
 def _store(r: list, results: tuple[int, ...], value: Any) -> None:

@@ -367,7 +367,8 @@ def _buffer_clone(d: int, src: int, offset: int, length: int) -> Run:
         s = _as_buffer(r[src])
         start, count = r[offset], r[length]
         s.check_range(start, count)
-        r[d] = VMBuffer(bytearray(s.data[start:start + count]), readonly=False)
+        r[d] = VMBuffer.copy_of(s.data[start:start + count],
+                                f"buffer.clone of {count} bytes")
     return run
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from irtk.vm import limits
 from irtk.vm.ref_types import RefType, register
 
-MAX_BUFFER_BYTES = 1 << 31   # `buffer.alloc` refuses more (a mangled length must not OOM us)
-MAX_LIST_SIZE = 1 << 24
+MAX_BUFFER_BYTES = 1 << 31   # one `buffer.alloc` refuses more (a mangled length must not OOM us)
+MAX_LIST_SIZE = 1 << 24      # one list's slots; what many together hold is `limits.Limits`'s
 
 
 class Trap(Exception):
@@ -35,7 +36,14 @@ class VMBuffer:
     def allocate(cls, length: int) -> "VMBuffer":
         if not 0 <= length <= MAX_BUFFER_BYTES:
             raise Trap(f"buffer.alloc of {length} bytes (limit {MAX_BUFFER_BYTES})")
-        return cls(bytearray(length), readonly=False)
+        return limits.heap_allocation(length, f"buffer.alloc of {length} bytes",
+                                      lambda: cls(bytearray(length), readonly=False))
+
+    @classmethod
+    def copy_of(cls, data: memoryview, what: str) -> "VMBuffer":
+        """A new writable buffer holding a copy of `data` (charged as `what`)."""
+        return limits.heap_allocation(len(data), what,
+                                      lambda: cls(bytearray(data), readonly=False))
 
     @classmethod
     def from_text(cls, text: str) -> "VMBuffer":
@@ -66,14 +74,19 @@ class VMBuffer:
 class VMList:
     """`!vm.list`: a growable list of values of any bank (unset slots read as zero or null)."""
 
-    __slots__ = ("items", "__weakref__")
+    __slots__ = ("items", "charged", "__weakref__")
 
     def __init__(self, items: list[Any] | None = None) -> None:
         self.items: list[Any] = items if items is not None else []
+        self.charged = 0   # slots charged to the VM heap so far (the list's high-water mark)
 
     def resize(self, size: int) -> None:
         if not 0 <= size <= MAX_LIST_SIZE:
             raise Trap(f"list.resize to {size} elements (limit {MAX_LIST_SIZE})")
+        if size > self.charged:
+            limits.heap_allocation((size - self.charged) * limits.LIST_SLOT_BYTES,
+                                   f"list.resize to {size} elements", lambda: self)
+            self.charged = size
         if size < len(self.items):
             del self.items[size:]
         else:

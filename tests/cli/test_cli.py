@@ -147,3 +147,36 @@ def test_not_a_module(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     p = irtk("dump", str(bad))
     assert p.returncode == 1 and "Traceback" not in p.stderr
+
+
+SPIN_ASM = """module @spin
+export @main = @main {abi.args = "", abi.results = ""}
+func @main "0v_v" {
+    br ^spin
+  ^spin:
+    br ^spin
+}
+"""
+
+
+def test_run_timeout_stops_an_endless_program(tmp_path):
+    (tmp_path / "spin.vmasm").write_text(SPIN_ASM)
+    p = irtk("vm-as", str(tmp_path / "spin.vmasm"), "-o", str(tmp_path / "spin.vmfb"))
+    assert p.returncode == 0, p.stderr
+    p = irtk("run", str(tmp_path / "spin.vmfb"), "--device=local-sync", "--timeout=0.3")
+    assert_user_error(p, "time limit of 0.3 s exceeded (Limits.seconds)")
+    p = irtk("run", str(tmp_path / "spin.vmfb"), "--device=local-sync", "--timeout=-1")
+    assert p.returncode != 0 and "invalid number of seconds value: '-1'" in p.stderr
+
+
+def test_run_inputs_too_large_or_broken_are_user_errors(both, tmp_path):
+    p = irtk("run", str(both), "--device=local-sync", "--input=99999999999999999999xf32=1",
+             "--input=4xf32=1")
+    assert_user_error(p, "--input 0: 99999999999999999999xf32 has a dimension of")
+    p = irtk("run", str(both), "--device=local-sync", "--input=2x4xf32=1",
+             "--input=100000x100000x100xf32=1")
+    assert_user_error(p, "--input 1: 100000x100000x100xf32 is 1,000,000,000,000 elements")
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4',\n")
+    p = irtk("run", str(both), "--device=local-sync", "--input=@bad.npy", "--input=4xf32=1",
+             cwd=tmp_path)
+    assert_user_error(p, "--input 0: input file 'bad.npy' is not a valid .npy file")

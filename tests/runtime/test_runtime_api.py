@@ -158,3 +158,13 @@ def test_unknown_device_is_a_device_error():
     from irtk.errors import DeviceError
     with pytest.raises(DeviceError):
         load(api_module(), device="no-such-driver")
+
+
+def test_a_broadcast_view_too_large_to_copy_is_an_input_error_naming_the_argument(module):
+    huge = np.broadcast_to(np.float32(1), (10 ** 10 // 3, 3))   # 10^10 elements, no memory
+    with pytest.raises(InputError, match=r"^ident: argument 0: 3333333333x3xf32 \(float32\) "
+                                         r"is 9,999,999,999 elements \(37.3 GiB\), more than "
+                                         r"this machine's memory"):
+        module.ident(huge)
+    small = np.broadcast_to(np.arange(3, dtype=np.float32), (4, 3))
+    np.testing.assert_array_equal(module.ident(small), small)

@@ -93,3 +93,59 @@ def test_format_results_prints_iree_result_lines():
 def test_parse_and_format_round_trip():
     text = "2x3xf32=[0.5 1 -2][3 4 5E+06]"
     assert format_output(parse_input(text)) == text
+
+
+def _npy_with_header(path, header: bytes) -> None:
+    """A .npy (format 1.0) file with `header` as its header text and a few data bytes."""
+    header = header + b" " * ((-(len(header) + 11)) % 64) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+                     + b"\0" * 12)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("99999999999999999999xf32=1", "has a dimension of 99,999,999,999,999,999,999"),
+    ("100000x100000xf32=1", "100000x100000xf32 is 10,000,000,000 elements (37.3 GiB), more "
+                            "than this machine's memory"),
+    ("99999999999999999999x0xf32=", "has a dimension of"),
+    ("1000000x1000000xbf16=1", "1,000,000,000,000 elements (1.8 TiB)"),
+    ("100000x100000xi4=@/nonexistent", "10,000,000,000 elements (4.7 GiB)"),
+])
+def test_inputs_larger_than_memory_are_refused_before_allocating(text, message, monkeypatch):
+    monkeypatch.setattr("irtk.runtime.abi.host_memory_bytes", lambda: 4 << 30)
+    with pytest.raises(InputError) as info:
+        parse_input(text, where="--input 3")
+    assert str(info.value).startswith("--input 3: ")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("header, message", [
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,", "malformed header"),
+    (b"{'descr': '<f4', 'fortran_order': False}", "malformed header"),
+    (b"not a dict at all", "malformed header"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }",
+     "1,000,000,000,000 elements (3.6 TiB), more than this machine's memory"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 1000), }",
+     "is cut short: its header says 1,000,000 elements of float32 (3.8 MiB), it holds "
+     "12 bytes"),
+    (b"{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "holds Python objects"),
+])
+def test_broken_npy_headers_are_input_errors(tmp_path, header, message):
+    path = tmp_path / "x.npy"
+    _npy_with_header(path, header)
+    with pytest.raises(InputError) as info:
+        parse_input(f"@{path}", where="--input 0")
+    assert str(info.value).startswith("--input 0: ")
+    assert message in str(info.value)
+
+
+def test_npy_files_still_load_in_every_version(tmp_path):
+    rng = np.random.default_rng()
+    array = rng.standard_normal((3, 5)).astype(np.float32)
+    for version in ((1, 0), (2, 0), (3, 0)):
+        path = tmp_path / f"v{version[0]}.npy"
+        with open(path, "wb") as f:
+            np.lib.format.write_array(f, array, version=version)
+        np.testing.assert_array_equal(parse_input(f"@{path}"), array)
+    np.savez(tmp_path / "two.npz", a=array, b=array)
+    with pytest.raises(InputError, match="holds several arrays"):
+        parse_input(f"@{tmp_path / 'two.npz'}")
