@@ -29,6 +29,7 @@ from hal_vulkan.executable import VulkanExecutable
 from hal_vulkan.physical_device import (EXECUTABLE_FORMAT, FEATURE_STRUCTS,
                                         PUSH_DESCRIPTOR_EXTENSION, REBIND_SWITCH,
                                         WANTED_FEATURES)
+from hal_vulkan.executable_cache import ExecutableCache
 from hal_vulkan.pipeline_cache import PipelineCache
 from hal_vulkan.queue import Queue
 from hal_vulkan.semaphore import VulkanSemaphore
@@ -77,6 +78,7 @@ class VulkanDevice(Device):
                 push_descriptor_set=push_descriptor_set)
             self.descriptor_pools = DescriptorPoolCache(self.context)
             self.pipeline_cache = PipelineCache(self.context)
+            self.executables = ExecutableCache(self.context)
             self.transfer = HostTransfer(self.context)
             allocator = VulkanAllocator(self.context, self.transfer, host_mapped=host_mapped)
         except BaseException:
@@ -137,6 +139,7 @@ class VulkanDevice(Device):
         """Destroy finished resources and free the memory and pools kept for reuse."""
         self.check()
         with self.lock:
+            self.executables.trim()
             self.collect()
             self.allocator.trim()
             self.transfer.trim()
@@ -154,7 +157,7 @@ class VulkanDevice(Device):
         if executable_format != EXECUTABLE_FORMAT:
             raise DeviceError(f"device '{self.info.name}' cannot load executable format "
                               f"'{executable_format}' (supported: {EXECUTABLE_FORMAT})")
-        return VulkanExecutable(self.context, self.pipeline_cache, data)
+        return VulkanExecutable(self.context, self.pipeline_cache, self.executables, data)
 
     def create_command_buffer(self, binding_capacity: int = 0, *,
                               timestamps: bool = False) -> VulkanCommandBuffer:
@@ -319,6 +322,7 @@ class VulkanDevice(Device):
                 self.queue.abandon_blocked()
                 call(vk.vkDeviceWaitIdle, self.handle)
             finally:
+                self.executables.clear()
                 self.context.release_resources()
                 self.transfer.destroy()
                 self.allocator.destroy()

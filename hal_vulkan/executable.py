@@ -5,10 +5,13 @@ descriptor set layout (storage or uniform texel buffers at set 0, bindings as de
 array of views for texel windows; a push-descriptor layout when the device has
 VK_KHR_push_descriptor) and pipeline layout (one push-constant range of push_constant_count
 words). All pipelines are created in one vkCreateComputePipelines call through the device's
-persistent pipeline cache; the shader modules are destroyed right after.
+persistent pipeline cache; the shader modules are destroyed right after. Executables made
+from the same bytes share their pipelines, which outlive them for a while
+(`executable_cache`), so loading a module again does not compile again.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +26,7 @@ from hal_vulkan.status import call
 
 if TYPE_CHECKING:
     from hal_vulkan.context import DeviceContext
+    from hal_vulkan.executable_cache import ExecutableCache
     from hal_vulkan.pipeline_cache import PipelineCache
 
 _COMPUTE = vk.VK_SHADER_STAGE_COMPUTE_BIT
@@ -79,28 +83,36 @@ class ExecutableResource(Resource):
 
 
 class VulkanExecutable(Executable):
-    """Pipelines are created through `pipeline_cache` (the device's), which is saved after."""
+    """Pipelines come from `executables` (the device's cache of them, by the bytes' hash) or
+    are created through `pipeline_cache` (the device's), which is saved after."""
 
     def __init__(self, context: DeviceContext, pipeline_cache: PipelineCache,
-                 data: bytes | memoryview) -> None:
+                 executables: ExecutableCache, data: bytes | memoryview) -> None:
         spec = parse_executable(data)
         requirements.check(spec, context.info)
         shader_verifier.verify(spec, context.info)
         self.spec = spec
         self.context = context
         self.requirements = spec.requirements
-        self.resource = ExecutableResource(context)
-        with context.lock:
+
+        def build() -> tuple[ExecutableResource, list[EntryPoint]]:
+            resource = ExecutableResource(context)
             try:
-                self.entry_points = _build(context, pipeline_cache, spec, self.resource)
+                return resource, _build(context, pipeline_cache, spec, resource)
             except BaseException:
-                self.resource.destroy_handles()
+                resource.destroy_handles()
                 raise
-            context.adopt(self.resource)
-        self._finalizer = release_when_collected(self, self.resource, context.garbage)
+
+        with context.lock:
+            shared, entry_points, self._use, built = executables.acquire(
+                hashlib.sha256(data).digest(), build)
+        self.resource = shared   # what submissions mark as used
+        self.entry_points: list[EntryPoint] = entry_points
+        self._finalizer = release_when_collected(self, self._use, context.garbage)
         super().__init__([ExportInfo(e.name, len(e.bindings), e.push_constant_count,
                                      e.workgroup_size) for e in spec.entry_points])
-        pipeline_cache.save()
+        if built:
+            pipeline_cache.save()
 
     def entry_point(self, ordinal: int) -> EntryPoint:
         if not 0 <= ordinal < len(self.entry_points):
@@ -113,9 +125,10 @@ class VulkanExecutable(Executable):
         return not self._finalizer.alive
 
     def release(self) -> None:
-        """Destroy the pipelines once no submitted work uses them; idempotent."""
+        """End this executable's use of its pipelines (destroyed once no executable uses them,
+        no submission does and the cache lets them go); idempotent."""
         if self._finalizer.detach() is not None:
-            self.context.retire(self.resource)
+            self.context.retire(self._use)
 
 
 def _build(context: DeviceContext, pipeline_cache: PipelineCache, spec: ExecutableSpec,
