@@ -31,9 +31,11 @@ def compile_str(text: str, target: str = "vulkan-spirv", **options: Any) -> byte
     return driver.compile_str(text, target=target, **options)
 
 
-def load(module: bytes | str, device: str = "local-task", *,
+def load(module: bytes | str, device: str | None = None, *,
          limits: Limits | None = None) -> Any:
-    """Load a module (bytes or a .vmfb path) on `device`; its exports become callables that
-    take and return numpy arrays. `limits` bounds each call's steps, time and memory."""
+    """Load a module (bytes or a .vmfb path) on `device` (default: one that runs the module's
+    executables, local-task for CPU ones, else the first Vulkan device); its exports become
+    callables that take and return numpy arrays. `limits` bounds each call's steps, time and
+    memory."""
     from irtk.runtime import load as _load
     return _load(module, device=device, limits=limits)

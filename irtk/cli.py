@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from irtk.errors import Error, InputError
+from irtk.errors import Error, InputError, VerificationError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +38,26 @@ def _error_text(e: Error) -> str:
     return text if ": error: " in text.split("\n", 1)[0] else f"irtk: error: {text}"
 
 
+def _version_text() -> str:
+    """irtk, the module format it writes and reads, the compiler's xDSL, the Vulkan loader."""
+    import importlib.metadata
+
+    from irtk import __version__
+    from irtk.vm.isa import BYTECODE_VERSION
+    try:
+        xdsl = importlib.metadata.version("xdsl")
+    except importlib.metadata.PackageNotFoundError:
+        xdsl = "not installed"
+    try:
+        import vulkan as vk
+        v = vk.vkEnumerateInstanceVersion()
+        loader = f"{v >> 22 & 0x7F}.{v >> 12 & 0x3FF}.{v & 0xFFF}"
+    except Exception:  # noqa: BLE001 - no loader library, or one without the entry point
+        loader = "not found"
+    return (f"irtk {__version__}\nmodule format: irtk bytecode version {BYTECODE_VERSION} "
+            f"(not IREE's .vmfb)\nxDSL: {xdsl}\nVulkan loader: {loader}")
+
+
 def _device_argument(parser: argparse.ArgumentParser) -> None:
     from irtk.hal import registry
     parser.add_argument("--device", default="local-task",
@@ -54,7 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     from irtk.compiler.target_backends import target_names
     targets = target_names()
     p = argparse.ArgumentParser(prog="irtk", description="Compile linalg MLIR to SPIR-V and VM "
-                                "bytecode modules (.vmfb) and run them on Vulkan or the CPU.")
+                                "bytecode modules (.vmfb) and run them on Vulkan or the CPU.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=_version_text(),
+                   help="print irtk's version, its module format and what it runs on")
     sub = p.add_subparsers(dest="command")
 
     d = sub.add_parser("devices", help="list the drivers and devices irtk can use")
@@ -62,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile an MLIR file into a .vmfb module")
     c.add_argument("input", help="MLIR file ('-' for standard input)")
-    c.add_argument("-o", "--output", required=True, help="module file to write")
+    c.add_argument("-o", "--output", required=True,
+                   help="module file to write ('-' for standard output)")
     c.add_argument("--target", default="vulkan-spirv",
                    help=f"{', '.join(targets)}, or a comma-separated list (default: vulkan-spirv)")
     _vulkan_target_argument(c)
@@ -74,13 +98,24 @@ def _parser() -> argparse.ArgumentParser:
     c.set_defaults(handler=_cmd_compile)
 
     r = sub.add_parser("run", help="run an exported function of a module")
-    r.add_argument("module", help=".vmfb file")
-    _device_argument(r)
-    r.add_argument("--function", default="main", help="exported function to call")
+    r.add_argument("module", nargs="?", help=".vmfb file (or --module=FILE)")
+    r.add_argument("--module", dest="module_option", metavar="FILE",
+                   help=".vmfb file, as iree-run-module takes it")
+    from irtk.hal import registry
+    r.add_argument("--device", default=None,
+                   help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME "
+                        "(default: one that runs the module's executables: local-task for "
+                        "CPU ones, else vulkan)")
+    r.add_argument("--function", default=None,
+                   help="exported function to call (default: the module's only export)")
     r.add_argument("--input", action="append", default=[],
-                   help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8 or @x.npy (repeat per argument)")
+                   help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8, 5, 2.5 or @x.npy "
+                        "(repeat per argument)")
     r.add_argument("--output", action="append", default=[],
-                   help="save a result as @file.npy (repeat per result, in order)")
+                   help="where a result goes, one per result in order: - (print), @y.npy, "
+                        "@y.bin (raw bytes), +y.npy (append)")
+    r.add_argument("--print_max_element_count", type=int, default=1024, metavar="N",
+                   help="print at most N elements of a tensor, then '...' (default 1024)")
     r.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
                    help="fail the load or the call if it runs longer (VM code and waits)")
     r.set_defaults(handler=_cmd_run)
@@ -157,7 +192,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                                   **options)
     else:
         data = driver.compile_file(args.input, target=args.target, **options)
-    _write_atomically(Path(args.output), data)
+    if args.output == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        _write_atomically(Path(args.output), data)
     return 0
 
 
@@ -188,38 +228,64 @@ _seconds.__name__ = "number of seconds"   # argparse: "invalid number of seconds
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from irtk import runtime
+    from irtk.runtime.module import default_device
+    from irtk.vm import load_module
     from irtk.vm.limits import Limits
-    module = runtime.load(args.module, device=args.device, limits=Limits(seconds=args.timeout))
-    if args.function not in module.function_names:
-        raise InputError(f"module has no exported function '{args.function}'; exports: "
-                         f"{', '.join(module.function_names) or 'none'}")
+    path = _run_module_path(args)
+    try:
+        bytecode = load_module(path)
+    except VerificationError as e:
+        raise VerificationError(f"{path}: {e}") from None
+    module = runtime.load(bytecode, device=args.device or default_device(bytecode),
+                          limits=Limits(seconds=args.timeout))
+    function = _run_function(args.function, module.function_names)
+    exported = module[function]
+    # Output arguments are checked before anything runs.
+    for target in args.output:
+        runtime.check_output_target(target)
+    expected = len(exported.signature.results)
+    if args.output and len(args.output) != expected:
+        raise InputError(f"{len(args.output)} --output given for the {expected} results of "
+                         f"'{function}'")
     inputs = [runtime.parse_input(text, where=f"--input {i}")
               for i, text in enumerate(args.input)]
-    results = module[args.function](*inputs)
+    results = exported(*inputs)
     if results is None:
         results = ()
     elif not isinstance(results, tuple):
         results = (results,)
-    if args.output and len(args.output) != len(results):
-        raise InputError(f"{len(args.output)} --output given for {len(results)} results")
-    print(f"EXEC @{args.function}")
+    names = [str(t.element_type.name) if not t.shape else None for t in exported.result_types]
+    print(f"EXEC @{function}")
     for i, value in enumerate(results):
-        if args.output:
-            target = args.output[i]
-            if not target.startswith("@"):
-                raise InputError(f"--output must be @FILE.npy, got '{target}'")
-            try:
-                np.save(target[1:], value)
-            except OSError as e:
-                raise InputError(f"cannot write '{target[1:]}': {e.strerror}") from None
-            print(f"result[{i}]: saved to {target[1:]}")
-        else:
-            print(f"result[{i}]: hal.buffer_view")
-            print(runtime.format_output(value))
+        target = args.output[i] if args.output else "-"
+        type_name = names[i] if i < len(names) else None
+        if runtime.write_output(target, value, type_name):
+            continue
+        print(runtime.format_results((value,), args.print_max_element_count, [type_name])
+              .replace("result[0]", f"result[{i}]", 1))
     return 0
+
+
+def _run_module_path(args: argparse.Namespace) -> str:
+    if args.module and args.module_option:
+        raise InputError("give the module once: as an argument or as --module=FILE")
+    path = args.module or args.module_option
+    if not path:
+        raise InputError("no module given: irtk run FILE.vmfb (or --module=FILE.vmfb)")
+    return _module_path(path)
+
+
+def _run_function(name: str | None, exports: list[str]) -> str:
+    if name is None:
+        if len(exports) == 1:
+            return exports[0]
+        raise InputError(f"the module exports {len(exports)} functions; choose one with "
+                         f"--function=NAME: {', '.join(exports) or 'none'}")
+    if name not in exports:
+        raise InputError(f"module has no exported function '{name}'; exports: "
+                         f"{', '.join(exports) or 'none'}")
+    return name
 
 
 def _cmd_dump(args: argparse.Namespace) -> int:

@@ -8,9 +8,11 @@
 Never imports the compiler or a driver directly: devices come through `irtk.hal.registry`.
 """
 from irtk.runtime.abi import TensorType
-from irtk.runtime.io import format_output, format_results, parse_input
+from irtk.runtime.io import (check_output_target, format_output, format_results, parse_input,
+                             write_output)
 from irtk.runtime.module import AsyncCall, ExportedFunction, LoadedModule, load, vm_context
 from irtk.runtime.typed_array import TypedArray
 
 __all__ = ["load", "vm_context", "LoadedModule", "ExportedFunction", "AsyncCall", "TensorType",
-           "parse_input", "format_output", "format_results", "TypedArray"]
+           "parse_input", "format_output", "format_results", "check_output_target",
+           "write_output", "TypedArray"]

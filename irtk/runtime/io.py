@@ -9,9 +9,11 @@ and print the same way.
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
+import secrets
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,12 +28,18 @@ _SEPARATORS = re.compile(r"[\s,\[\]]+")
 _EXAMPLE = "e.g. 4x2xf32=1,2,3,4,5,6,7,8"
 
 
-def parse_input(text: str, where: str = "input") -> np.ndarray | TypedArray:
-    """An array from IREE `--input=` text; InputError says what is malformed. `where` names
-    the argument in messages ("--input 2")."""
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)", re.I)
+
+
+def parse_input(text: str, where: str = "input") -> np.ndarray | TypedArray | int | float:
+    """An array from IREE `--input=` text, or a Python number for a bare scalar ("5", "2.5",
+    converted to the argument's type when called); InputError says what is malformed. `where`
+    names the argument in messages ("--input 2")."""
     text = text.strip()
     if text.startswith("@"):
         return _load_npy(text[1:], where)
+    if _NUMBER.fullmatch(text):
+        return int(text) if text.lstrip("+-").isdigit() else float(text)
     type_text, sep, values = text.partition("=")
     if not sep:
         raise InputError(f"malformed input '{text}': expected TYPE=VALUES, {_EXAMPLE}")
@@ -186,6 +194,67 @@ def _load_raw(path: str, dtype: np.dtype, shape: tuple[int, ...], type_text: str
     return np.frombuffer(data, dtype).reshape(shape).copy()
 
 
+OUTPUT_FORMS = "'-' (print), '@FILE.npy' (numpy), '@FILE' (raw bytes) or '+FILE[.npy]' (append)"
+
+
+def check_output_target(text: str) -> None:
+    """Refuse a malformed `--output=` before anything runs: '-', '@PATH' or '+PATH'."""
+    if text == "-":
+        return
+    if text[:1] not in ("@", "+") or len(text) < 2:
+        raise InputError(f"--output '{text}': expected {OUTPUT_FORMS}")
+    folder = os.path.dirname(text[1:]) or "."
+    if not os.path.isdir(folder):
+        raise InputError(f"--output '{text}': no folder '{folder}'")
+
+
+def write_output(text: str, value: Any, type_name: str | None = None) -> bool:
+    """Write a result as `--output=text` says, as iree-run-module does: '@y.npy' a numpy file,
+    '@y.bin' (any other name) its raw little-endian bytes, '+...' appended to the file; True
+    when written, False for '-' (the caller prints it). Whole files are written to a temporary
+    name and renamed, so nothing is ever half-written."""
+    if text == "-":
+        return False
+    path = text[1:]
+    data = _output_bytes(value, path.endswith(".npy"), type_name)
+    try:
+        if text.startswith("+"):
+            with open(path, "ab") as f:
+                f.write(data)
+        else:
+            folder, name = os.path.split(path)
+            tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+            try:
+                with open(tmp, "xb") as f:   # the umask's permissions, unlike mkstemp's 0600
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+    except OSError as e:
+        raise InputError(f"cannot write '{path}': {e.strerror or e}") from None
+    return True
+
+
+def _output_bytes(value: Any, npy: bool, type_name: str | None) -> bytes:
+    if isinstance(value, TypedArray):
+        if npy:
+            raise InputError(f"a {value.type_text()} result has no numpy dtype: write it as raw "
+                             f"bytes (--output=@FILE.bin)")
+        return value.to_bytes()
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        name = type_name or ("f32" if isinstance(value, float) else "i32")
+        value = np.array(value, hal.ElementType.from_name(name).numpy_dtype())
+    array = np.asarray(value)   # not ascontiguousarray: it makes a rank-0 array 1-D
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")
+    if not npy:
+        return array.tobytes()
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
 def _type_name(array: np.ndarray) -> str:
     try:
         return hal.ElementType.from_numpy(array.dtype).name
@@ -241,8 +310,11 @@ def format_output(array: Any, max_elements: int | None = None) -> str:
     return f"{head}={body}" + ("..." if truncated[0] else "")
 
 
-def format_results(results: Any, max_elements: int | None = None) -> str:
-    """The result lines iree-run-module prints for a call's results (None, one or a tuple)."""
+def format_results(results: Any, max_elements: int | None = None,
+                   type_names: Sequence[str | None] = ()) -> str:
+    """The result lines iree-run-module prints for a call's results (None, one or a tuple):
+    "result[0]: hal.buffer_view" and the tensor for arrays, "result[0]: f32=2.25" for scalars
+    (`type_names`, from the export's abi, says a scalar's type; else f32 or i32)."""
     if results is None:
         values: Sequence[Any] = []
     elif isinstance(results, tuple):
@@ -254,10 +326,11 @@ def format_results(results: Any, max_elements: int | None = None) -> str:
         if isinstance(value, (np.ndarray, np.generic, TypedArray)):
             lines.append(f"result[{i}]: hal.buffer_view")
             lines.append(format_output(value, max_elements))
-        elif isinstance(value, float):
-            lines.append(f"result[{i}]: f32={_element(value, 'f')}")
-        elif isinstance(value, int):
-            lines.append(f"result[{i}]: i32={value}")
+        elif isinstance(value, (int, float)):
+            name = type_names[i] if i < len(type_names) and type_names[i] else (
+                "f32" if isinstance(value, float) else "i32")
+            kind = "f" if isinstance(value, float) else "i"
+            lines.append(f"result[{i}]: {name}={_element(value, kind)}")
         else:
             lines.append(f"result[{i}]: {value!r}")
     return "\n".join(lines)

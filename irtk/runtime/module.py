@@ -16,6 +16,7 @@ from irtk.modules.hal import HalModule
 from irtk.runtime import abi
 from irtk.vm import Context, Invocation, NativeModule, VMBuffer, VMList, load_module
 from irtk.vm.calling_convention import Signature
+from irtk.vm.module import BytecodeModule
 from irtk.vm.limits import Limits
 
 ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
@@ -36,21 +37,38 @@ def vm_context(module: ModuleSource, device: str | hal.Device = "local-task",
     return Context(load_module(module), [HalModule(dev), *native_modules], limits=limits)
 
 
-def load(module: ModuleSource, device: str | hal.Device = "local-task",
+def load(module: ModuleSource | BytecodeModule, device: str | hal.Device | None = None,
          native_modules: Sequence[NativeModule] = (), *,
          limits: Limits | None = None) -> "LoadedModule":
-    """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device`.
+    """Load a module (bytes, or the path of a .vmfb, which is mapped) on `device` (by default
+    one that runs the module's executables: `default_device`).
 
     `limits` (an `irtk.Limits`) bounds each call and `__init`, which runs here: steps, wall
     time (`Limits(seconds=2)`), VM heap and device memory; the defaults bound only memory."""
-    dev = _device(device)
-    bytecode = load_module(module)
+    bytecode = module if isinstance(module, BytecodeModule) else load_module(module)
+    dev = _device(device if device is not None else default_device(bytecode))
     try:
         context = Context(bytecode, [HalModule(dev), *native_modules], limits=limits)
     except RuntimeFailure as e:  # `__init` failed: say on which device
         raise RuntimeFailure(f"cannot load module '{bytecode.name}' on device "
                              f"'{dev.info.name}': {e}") from None
     return LoadedModule(context, dev)
+
+
+# Executable FlatBuffer identifiers (bytes 4..8) and the device that runs each, in the order
+# a module holding several is run without a --device: the CPU reference first.
+_EXECUTABLE_DEVICES = ((b"IRCP", "local-task"), (b"IRVK", "vulkan"))
+
+
+def default_device(module: BytecodeModule) -> str:
+    """The device to run `module` on when none is named: one that loads its executables
+    (local-task for CPU executables, else the first Vulkan device); local-task for a module
+    without executables."""
+    found = {bytes(seg.data[4:8]) for seg in module.rodata if len(seg.data) >= 8}
+    for identifier, device in _EXECUTABLE_DEVICES:
+        if identifier in found:
+            return device
+    return "local-task"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -70,12 +70,32 @@ def _bytes(array: Any) -> memoryview:
     return memoryview(b"")
 
 
+def _not_a_module(view: memoryview) -> str:
+    """What a file that is not an irtk module seems to be, and what to do with it."""
+    head = bytes(view[:4096])
+    if head[4:8] == b"IREE" or head[:4] == b"PK\x03\x04":
+        return ("this is an IREE module (.vmfb): irtk reads its own module format, not IREE's; "
+                "compile the MLIR source with `irtk compile`")
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    first_line = text.lstrip().split("\n", 1)[0]
+    mlir = any(word in text for word in ("func.func", "linalg.", "arith.", "tensor<"))
+    if not mlir and first_line.startswith("module @") and "{" not in first_line:
+        return "this is VM assembly text, not a module: assemble it first (`irtk vm-as`)"
+    if mlir or first_line.startswith(("module", "//", "#", "func")):
+        return ("this is MLIR text, not a module: compile it first "
+                "(`irtk compile FILE.mlir -o FILE.vmfb`, then run the .vmfb)")
+    found = head[4:8] if len(head) >= 8 else b""
+    return (f"not an irtk module: file identifier {found!r}, expected "
+            f"{BYTECODE_MODULE_IDENTIFIER!r}")
+
+
 def parse_module(view: memoryview, backing: Any = None) -> BytecodeModule:
     """Read a ModuleDef into a BytecodeModule (not yet verified)."""
     if len(view) < 8 or bytes(view[4:8]) != BYTECODE_MODULE_IDENTIFIER:
-        found = bytes(view[4:8]) if len(view) >= 8 else b""
-        raise VerificationError(f"not an irtk module: file identifier {found!r}, "
-                                f"expected {BYTECODE_MODULE_IDENTIFIER!r}")
+        raise VerificationError(_not_a_module(view))
     try:
         return _read(fb.ModuleDef.GetRootAs(view, 0), _Budget(len(view)), backing)
     except VerificationError:

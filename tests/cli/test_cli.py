@@ -180,3 +180,113 @@ def test_run_inputs_too_large_or_broken_are_user_errors(both, tmp_path):
     p = irtk("run", str(both), "--device=local-sync", "--input=@bad.npy", "--input=4xf32=1",
              cwd=tmp_path)
     assert_user_error(p, "--input 0: input file 'bad.npy' is not a valid .npy file")
+
+
+SCALARS = """
+func.func @scale(%x: f32, %n: i32, %t: tensor<4xf32>) -> (f32, i32, tensor<4xf32>) {
+  %y = arith.mulf %x, %x : f32
+  %m = arith.addi %n, %n : i32
+  return %y, %m, %t : f32, i32, tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def scalars(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("scalars")
+    (folder / "scale.mlir").write_text(SCALARS)
+    p = irtk("compile", str(folder / "scale.mlir"), "--target=cpu", "-o",
+             str(folder / "scale.vmfb"))
+    assert p.returncode == 0, p.stderr
+    return folder / "scale.vmfb"
+
+
+def test_run_takes_scalars_and_prints_them_as_iree_does(scalars):
+    p = irtk("run", f"--module={scalars}", "--input=1.5", "--input=5", "--input=4xf32=1,2,3,4")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["EXEC @scale", "result[0]: f32=2.25", "result[1]: i32=10",
+                                     "result[2]: hal.buffer_view", "4xf32=1 2 3 4"]
+
+
+def test_run_outputs_raw_npy_append_and_print_as_iree_does(scalars, tmp_path):
+    args = ["run", str(scalars), "--input=1.5", "--input=-3", "--input=4xf32=1,2,3,4"]
+    p = irtk(*args, "--output=@s.bin", "--output=-", "--output=@t.npy", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["EXEC @scale", "result[1]: i32=-6"]
+    assert np.fromfile(tmp_path / "s.bin", np.float32).tolist() == [2.25]
+    np.testing.assert_array_equal(np.load(tmp_path / "t.npy"), [1, 2, 3, 4])
+    for _ in range(2):
+        p = irtk(*args, "--output=+s.bin", "--output=+n.npy", "--output=@t.bin", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+    assert np.fromfile(tmp_path / "s.bin", np.float32).tolist() == [2.25, 2.25, 2.25]
+    with open(tmp_path / "n.npy", "rb") as f:
+        assert [int(np.load(f)), int(np.load(f))] == [-6, -6]
+    assert (tmp_path / "t.bin").read_bytes() == np.arange(1, 5, dtype=np.float32).tobytes()
+
+
+def test_run_checks_output_arguments_before_running(scalars, tmp_path):
+    args = ["run", str(scalars), "--input=1.5", "--input=5", "--input=4xf32=1,2,3,4"]
+    assert_user_error(irtk(*args, "--output=@a.npy", cwd=tmp_path),
+                      "1 --output given for the 3 results of 'scale'")
+    assert_user_error(irtk(*args, "--output=a.npy", "--output=-", "--output=-", cwd=tmp_path),
+                      "--output 'a.npy': expected '-' (print), '@FILE.npy'")
+    assert_user_error(irtk(*args, "--output=@no/such/a.npy", "--output=-", "--output=-",
+                           cwd=tmp_path), "no folder 'no/such'")
+    assert not list(tmp_path.iterdir())
+
+
+def test_run_cuts_large_results_at_print_max_element_count(both):
+    p = irtk("run", str(both), "--device=local-sync", "--input=2x4xf32=1", "--input=4xf32=1",
+             "--print_max_element_count=3")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[2] == "2x4xf32=[1.36788 1.36788 1.36788]..."
+
+
+def test_run_picks_the_device_and_function_from_the_module(tmp_path):
+    vmfb = tmp_path / "v.vmfb"
+    assert irtk("compile", str(EXAMPLE), "-o", str(vmfb)).returncode == 0   # vulkan-spirv
+    p = irtk("run", str(vmfb), "--input=2x4xf32=1", "--input=4xf32=1")
+    if vulkan_device_uris():
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith("EXEC @main\n")
+    else:
+        assert_user_error(p, "vulkan")
+
+
+def test_run_asks_for_a_function_when_there_are_several(tmp_path):
+    (tmp_path / "two.mlir").write_text(SCALARS + SCALARS.replace("@scale", "@other"))
+    assert irtk("compile", "two.mlir", "--target=cpu", "-o", "two.vmfb",
+                cwd=tmp_path).returncode == 0
+    assert_user_error(irtk("run", "two.vmfb", cwd=tmp_path),
+                      "the module exports 2 functions; choose one with --function=NAME: "
+                      "scale, other")
+
+
+@pytest.mark.parametrize("content, message", [
+    (EXAMPLE.read_bytes(), "this is MLIR text, not a module: compile it first"),
+    (b"\x18\x00\x00\x00IREE\x00\x00\x00\x00" + bytes(64),
+     "this is an IREE module (.vmfb): irtk reads its own module format"),
+    (b"module @m\nfunc @main \"0v_v\" {\n    return ()\n}\n",
+     "this is VM assembly text, not a module: assemble it first"),
+])
+def test_run_names_files_that_are_not_irtk_modules(tmp_path, content, message):
+    (tmp_path / "thing").write_bytes(content)
+    assert_user_error(irtk("run", "thing", cwd=tmp_path), f"thing: {message}")
+
+
+def test_version_names_irtk_its_module_format_xdsl_and_the_vulkan_loader():
+    p = irtk("--version")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("irtk ") and lines[1].startswith("module format: irtk bytecode")
+    assert lines[2].startswith("xDSL: ") and lines[3].startswith("Vulkan loader: ")
+
+
+def test_compile_writes_the_module_to_standard_output_with_dash(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "irtk.cli", "compile", str(EXAMPLE),
+                        "--target=cpu", "-o", "-"], capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout[4:8] == b"IRTK"
+    (tmp_path / "m.vmfb").write_bytes(p.stdout)
+    assert irtk("run", str(tmp_path / "m.vmfb"), "--input=2x4xf32=1",
+                "--input=4xf32=1").returncode == 0

@@ -168,3 +168,22 @@ def test_a_broadcast_view_too_large_to_copy_is_an_input_error_naming_the_argumen
         module.ident(huge)
     small = np.broadcast_to(np.arange(3, dtype=np.float32), (4, 3))
     np.testing.assert_array_equal(module.ident(small), small)
+
+
+def test_load_picks_a_device_that_runs_the_module():
+    import irtk
+    from irtk.runtime.module import default_device
+    from irtk.vm import load_module
+    source = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n" \
+             "  %e = tensor.empty() : tensor<4xf32>\n" \
+             "  %r = linalg.add ins(%a, %a : tensor<4xf32>, tensor<4xf32>) " \
+             "outs(%e : tensor<4xf32>) -> tensor<4xf32>\n  return %r : tensor<4xf32>\n}\n"
+    assert default_device(load_module(irtk.compile_str(source, target="cpu"))) == "local-task"
+    assert default_device(load_module(irtk.compile_str(source, target="vulkan-spirv"))) == \
+        "vulkan"
+    assert default_device(load_module(irtk.compile_str(source, target="vulkan-spirv,cpu"))) == \
+        "local-task"
+    m = irtk.load(irtk.compile_str(source, target="cpu"))
+    assert m.device.info.driver == "local-task"
+    x = np.random.default_rng().standard_normal(4).astype(np.float32)
+    np.testing.assert_allclose(m.f(x), 2 * x)

@@ -149,3 +149,28 @@ def test_npy_files_still_load_in_every_version(tmp_path):
     np.savez(tmp_path / "two.npz", a=array, b=array)
     with pytest.raises(InputError, match="holds several arrays"):
         parse_input(f"@{tmp_path / 'two.npz'}")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("5", 5), ("-3", -3), ("+7", 7), ("2.5", 2.5), ("-1e-3", -1e-3), (".5", 0.5),
+    ("inf", float("inf")),
+])
+def test_bare_numbers_are_scalars_as_in_iree(text, expected):
+    value = parse_input(text)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_write_output_forms(tmp_path):
+    from irtk.runtime import check_output_target, write_output
+    array = np.random.default_rng().standard_normal((2, 3)).astype(np.float32)
+    assert write_output("-", array) is False
+    assert write_output(f"@{tmp_path / 'a.npy'}", array)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), array)
+    assert write_output(f"@{tmp_path / 'a.bin'}", array)
+    assert (tmp_path / "a.bin").read_bytes() == array.tobytes()
+    assert write_output(f"@{tmp_path / 'x.bin'}", 1.5, "f64")
+    assert np.fromfile(tmp_path / "x.bin", np.float64).tolist() == [1.5]
+    for bad in ("a.npy", "@", "=a"):
+        with pytest.raises(InputError, match="expected '-'"):
+            check_output_target(bad)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "a.npy", "x.bin"]
