@@ -43,6 +43,7 @@ def _vec(f: Callable[[float], float]) -> F:
 
 
 LN2_HALF = math.log(2.0) / 2
+PI4_SQ = (math.pi / 4 * 1.01) ** 2
 
 # name: (target, powers, lo, hi, scale) -- fitted part times scale approximates target.
 FITS: dict[str, tuple[F, list[int], float, float, F]] = {
@@ -61,6 +62,17 @@ FITS: dict[str, tuple[F, list[int], float, float, F]] = {
     # erfc(x) = exp(-x^2) * R(x) on [0.9, 4]: R as a polynomial in t = x - 2.45.
     "ERFC_R": (lambda t: _vec(math.erfc)(t + 2.45) * np.exp((t + 2.45) ** 2),
                list(range(0, 14)), 0.9 - 2.45, 4.0 - 2.45, lambda t: np.ones_like(t)),
+    # atan(u) = u + u^3 P(u^2) on |u| <= tan(pi/8).
+    "ATAN_P": (lambda z: np.arctan(np.sqrt(z)) / np.sqrt(z) - 1, list(range(0, 7)), 1e-12,
+               math.tan(math.pi / 8) ** 2 * 1.01, lambda z: z),
+    # sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2), tan(r) = r + r^3 T(r^2) on
+    # |r| <= pi/4 (the reduced argument of sin, cos and tan).
+    "SIN_S": (lambda z: np.sin(np.sqrt(z)) / np.sqrt(z) - 1, list(range(0, 4)), 1e-12,
+              PI4_SQ, lambda z: z),
+    "COS_C": (lambda z: z / 2 - 2 * np.sin(np.sqrt(z) / 2) ** 2, list(range(0, 4)), 1e-4, PI4_SQ,
+              lambda z: z * z),
+    "TAN_T": (lambda z: np.tan(np.sqrt(z)) / np.sqrt(z) - 1, list(range(0, 10)), 1e-12,
+              PI4_SQ, lambda z: z),
 }
 
 

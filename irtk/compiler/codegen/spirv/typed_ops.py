@@ -26,7 +26,7 @@ from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
 
 from . import int64_emulation as i64e
-from . import math_f32
+from . import math_f32, math_trig
 from . import op_table
 from . import wide_ops  # noqa: F401  (registers the i64 and f64 ops)
 from .emitter import Emitter
@@ -365,8 +365,8 @@ def _log10(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
     return math_f32.log(e, args[0], "10")
 
 
-def _unary(inst: GLSLstd450) -> TypedEmit:
-    return lambda e, op, args, types: _f(e, inst, args[0])
+def _own(fn: Callable[[Emitter, int], int]) -> TypedEmit:
+    return lambda e, op, args, types: fn(e, args[0])
 
 
 def _atan2(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
@@ -458,10 +458,10 @@ def _bit_count(kind: str) -> TypedEmit:
 
 
 for _names, _emit in ((("math.expm1",), _expm1), (("math.log1p",), _log1p),
-                      (("math.log10",), _log10), (("math.sin",), _unary(GLSLstd450.Sin)),
-                      (("math.cos",), _unary(GLSLstd450.Cos)),
-                      (("math.tan",), _unary(GLSLstd450.Tan)),
-                      (("math.atan",), _unary(GLSLstd450.Atan)), (("math.atan2",), _atan2),
+                      (("math.log10",), _log10), (("math.sin",), _own(math_trig.sin)),
+                      (("math.cos",), _own(math_trig.cos)),
+                      (("math.tan",), _own(math_trig.tan)),
+                      (("math.atan",), _own(math_trig.atan)), (("math.atan2",), _atan2),
                       (("math.erf",), _erf), (("math.round",), _round),
                       (("math.fpowi",), _fpowi), (("math.ipowi",), _ipowi),
                       (("arith.ceildivsi",), _rounded_signed_division(up=True)),
