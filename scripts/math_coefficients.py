@@ -53,6 +53,10 @@ FITS: dict[str, tuple[F, list[int], float, float, F]] = {
     # 2 atanh(s) = 2s + s * z * R(z), z = s^2, s = f / (2 + f), f in [sqrt(.5) - 1, sqrt(2) - 1).
     "LOG_R": (lambda z: 2 * np.arctanh(np.sqrt(z)) / np.sqrt(z) - 2, list(range(0, 4)),
               1e-12, (3 - 2 * math.sqrt(2)) ** 2 * 1.01, lambda z: z),
+    # For pow's double-f32 log: 2 atanh(s) = 2s + 2s^3/3 + s^5 R2(s^2) (series summed).
+    "POW_LOG_R2": (lambda z: sum(2 * z ** (n - 2) / (2 * n + 1) for n in range(2, 40)),
+                   list(range(0, 4)), 1e-12, (3 - 2 * math.sqrt(2)) ** 2 * 1.01,
+                   lambda z: np.ones_like(z)),
     # tanh(x) = x + x^3 * P(x^2) on |x| <= 0.55.
     "TANH_P": (lambda z: np.tanh(np.sqrt(z)) / np.sqrt(z) - 1, list(range(0, 6)), 1e-12,
                0.3025 * 1.01, lambda z: z),

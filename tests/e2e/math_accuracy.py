@@ -77,6 +77,11 @@ class MathOp:
     huge: Sampler = field(default_factory=lambda: _log_uniform(1e4, 3.4e38))
     arity: int = 1
     second: Sampler | None = None     # the second operand (pow, atan2)
+    label: str = ""                   # the name in OPS where one op is measured twice
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
 
     def inputs(self, rng: np.random.Generator, kind: str, n: int) -> dict[str, list[np.ndarray]]:
         tiny = _log_uniform(1e-30, 1e-7, self.signed)
@@ -105,7 +110,23 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(x)
 
 
-OPS: dict[str, MathOp] = {op.name: op for op in (
+def _near_quarter_turns(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    """Multiples of pi/2 rounded to the type: where argument reduction cancels most."""
+    k = rng.integers(1, 1 << 20 if kind == "f32" else 1 << 8, n)
+    return round_to(kind, k * (math.pi / 2)).astype(np.float64) * rng.choice([-1.0, 1.0], n)
+
+
+def _near_one(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    return 1.0 + rng.uniform(-0.01, 0.01, n)
+
+
+def _binades(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    return np.exp2(rng.integers(-60, 60, n) + rng.uniform(0.0, 1.0, n))
+
+
+_TRIG = _mix(_uniform(-100.0, 100.0), _near_quarter_turns)
+
+OPS: dict[str, MathOp] = {op.key: op for op in (
     MathOp("exp", np.exp, _uniform(-104.0, 89.0)),
     MathOp("exp2", np.exp2, _uniform(-151.0, 129.0)),
     MathOp("expm1", np.expm1, _mix(_uniform(-30.0, 89.0), _uniform(-1.0, 1.0))),
@@ -117,11 +138,16 @@ OPS: dict[str, MathOp] = {op.name: op for op in (
     MathOp("rsqrt", _rsqrt, _log_uniform(1e-37, 3e38, False)),
     MathOp("tanh", np.tanh, _uniform(-12.0, 12.0)),
     MathOp("erf", _erf, _uniform(-5.0, 5.0)),
-    MathOp("sin", np.sin, _uniform(-100.0, 100.0)),
-    MathOp("cos", np.cos, _uniform(-100.0, 100.0)),
-    MathOp("tan", np.tan, _uniform(-100.0, 100.0)),
+    MathOp("sin", np.sin, _TRIG),
+    MathOp("cos", np.cos, _TRIG),
+    MathOp("tan", np.tan, _TRIG),
     MathOp("atan", np.arctan, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6))),
     MathOp("powf", _pow, _log_uniform(1e-3, 1e3, False), arity=2, second=_uniform(-12.0, 12.0)),
+    # large exponents near 1, and results across the whole range up to overflow
+    MathOp("powf", _pow, _near_one, arity=2, second=_uniform(-8000.0, 8000.0),
+           label="powf (x near 1)"),
+    MathOp("powf", _pow, _binades, arity=2, second=_uniform(-2.2, 2.2),
+           label="powf (wide)"),
 )}
 
 
@@ -194,7 +220,7 @@ def measure(op: MathOp, kind: str, device: str, seed: int, n: int = 2048,
     result: dict[str, float] = {}
     for name, xs in op.inputs(rng, kind, n).items():
         count = len(xs[0])
-        key = (op.name, kind, count)
+        key = (op.key, kind, count)
         cache = compiled if compiled is not None else {}
         if key not in cache:
             cache[key] = irtk.compile_str(program(op, kind, count), target="vulkan-spirv,cpu")

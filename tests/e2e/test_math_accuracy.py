@@ -17,7 +17,7 @@ _compiled: dict[tuple[str, str, int], bytes] = {}
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", FLOAT_TYPES)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_math_op_meets_the_accuracy_contract(name: str, kind: str, device: str):
+def test_math_op_meets_the_accuracy_contract(name: str, kind: str, device: str) -> None:
     seed = zlib.crc32(f"{name}{kind}{device}".encode())
     errors = measure(OPS[name], kind, device, seed, compiled=_compiled)
     failing = {r: (errors[r], errors.get(f"{r}_worst")) for r in RANGES

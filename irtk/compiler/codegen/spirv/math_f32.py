@@ -204,9 +204,15 @@ def erf(e: Emitter, x: int) -> int:
 # --- log family --------------------------------------------------------------------------------
 
 def _log_parts(f: _F, x: int) -> tuple[int, int]:
+    """(k as f32, log(m)) for x = 2**k m (see split_exponent)."""
+    k, g = split_exponent(f, x)
+    return k, _log1p_reduced(f, g)
+
+
+def split_exponent(f: _F, x: int) -> tuple[int, int]:
     """x = 2**k m with m in [sqrt(.5), sqrt(2)) for a finite x > 0, subnormals included (their
     significand is converted as an integer, exact, so no multiply can flush them);
-    returns (k as f32, log(m) = log1p(m - 1))."""
+    returns (k as f32, m - 1, exact)."""
     e = f.e
     bits = e.f32_bits(x)
     sub = e.op(SpvOp.ULessThan, e.bool, bits, e.u32c(0x00800000))
@@ -217,7 +223,7 @@ def _log_parts(f: _F, x: int) -> tuple[int, int]:
     m = e.op(SpvOp.Bitcast, e.f32, e.op(SpvOp.ISub, e.i32, ibits,
                                          e.op(SpvOp.ShiftLeftLogical, e.i32, k, e.i32c(23))))
     k = e.op(SpvOp.IAdd, e.i32, k, e.select(e.i32, sub, e.i32c(-149), e.i32c(0)))
-    return e.op(SpvOp.ConvertSToF, e.f32, k), _log1p_reduced(f, f.sub(m, f.c(1.0)))
+    return e.op(SpvOp.ConvertSToF, e.f32, k), f.sub(m, f.c(1.0))
 
 
 def _log1p_reduced(f: _F, g: int) -> int:

@@ -23,7 +23,7 @@ from spirv.tables import GLSLstd450, Op as SpvOp
 from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
 
-from . import math_f32
+from . import math_f32, math_pow
 from .emitter import Emitter
 from .op_table import SPIRV_OPS, SpirvOp, class_op, class_signatures
 
@@ -352,7 +352,8 @@ def _copysign(e: Emitter, c: OpCall) -> int:
 def _powf(e: Emitter, c: OpCall) -> int:
     """C99 pow over the whole domain; GLSL Pow is only defined for x > 0 (or x = 0 < y).
 
-    |x| ** y comes from GLSL Pow; the sign is negative for a negative base and an odd integer
+    |x| ** y comes from math_pow.py (GLSL Pow is 77 ULP off); the sign is negative for a
+    negative base and an odd integer
     exponent; a finite negative base with a non-integer exponent is NaN; zero bases give 0 or
     inf by the sign of y; pow(x, 0) = 1 and pow(1, y) = 1 even for NaN, pow(-1, +-inf) = 1.
     """
@@ -367,7 +368,7 @@ def _powf(e: Emitter, c: OpCall) -> int:
     ax = e.glsl(f32, GLSLstd450.FAbs, x)
     ax_zero = equals(ax, x_ok, 0.0)
     safe_ax = e.select(f32, ax_zero, e.f32c(1.0), ax)
-    magnitude = e.glsl(f32, GLSLstd450.Pow, safe_ax, y)
+    magnitude = math_pow.pow_magnitude(e, safe_ax, y)
     y_pos = e.op(SpvOp.FOrdGreaterThan, e.bool, y, e.f32c(0.0))
     zero_base = e.select(f32, y_pos, e.f32c(0.0), e.f32c(float("inf")))
     magnitude = e.select(f32, ax_zero, zero_base, magnitude)
