@@ -90,14 +90,18 @@ class MathOp:
         sets: dict[str, list[np.ndarray]] = {
             "tiny": [tiny(rng, n // 4, kind)], "subnormal": [sub(rng, n // 4, kind)],
             "normal": [self.normal(rng, n, kind)], "huge": [huge(rng, n // 4, kind)],
-            "special": [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1.0])]}
+            "special": [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1.0, 3.0,
+                                  -0.5])]}
         for name, (x,) in list(sets.items()):
             x = round_to(kind, x.astype(np.float64)).astype(np.float64)
             if self.arity == 1:
                 sets[name] = [x]
             else:
                 assert self.second is not None
-                y = self.second(rng, len(x), kind) if name != "special" else x[::-1].copy()
+                if name == "special":   # every pair of special values
+                    x, y = (v.ravel() for v in np.meshgrid(x, x))
+                else:
+                    y = self.second(rng, len(x), kind)
                 sets[name] = [x, round_to(kind, y).astype(np.float64)]
         return sets
 
@@ -142,6 +146,8 @@ OPS: dict[str, MathOp] = {op.key: op for op in (
     MathOp("cos", np.cos, _TRIG),
     MathOp("tan", np.tan, _TRIG),
     MathOp("atan", np.arctan, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6))),
+    MathOp("atan2", np.arctan2, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6)), arity=2,
+           second=_mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6))),
     MathOp("powf", _pow, _log_uniform(1e-3, 1e3, False), arity=2, second=_uniform(-12.0, 12.0)),
     # large exponents near 1, and results across the whole range up to overflow
     MathOp("powf", _pow, _near_one, arity=2, second=_uniform(-8000.0, 8000.0),

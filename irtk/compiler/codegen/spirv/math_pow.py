@@ -79,6 +79,9 @@ def pow_magnitude(e: Emitter, ax: int, y: int) -> int:
     yc = f.clamp(y, -2.0 ** 100, 2.0 ** 100)
     th, te = _two_prod(f, yc, lh)
     th, tl = _fast_two_sum(f, th, f.add(te, f.mul(yc, ll)))
+    # Beyond +-200 the result is 0 or inf; the clamp would leave a huge tl behind.
+    in_range = f.less(f.glsl(GLSLstd450.FAbs, th), 200.0)
+    tl = e.select(e.f32, in_range, tl, f.c(0.0))
     th = f.clamp(th, -200.0, 200.0)
     kf = f.glsl(GLSLstd450.RoundEven, th)
     d = f.add(f.sub(th, kf), tl)

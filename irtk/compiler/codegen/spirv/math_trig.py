@@ -217,3 +217,28 @@ def atan(e: Emitter, x: int) -> int:
     poly = f.add(u, f.add(f.mul(f.mul(u, z), f.horner(z, ATAN_P)), base_lo))
     result = f.add(base_hi, poly)
     return f.keep_nan(x, f.copysign(result, x))
+
+
+def atan2(e: Emitter, y: int, x: int) -> int:
+    """B + s atan(min / max) of |x|, |y| (B = 0, pi/2 or pi; the ratio is in [0, 1]), signed
+    by y; C99's values for zeros and infinities (both infinite: the ratio is taken as 1)."""
+    f = _F(e)
+    ax, ay = f.glsl(GLSLstd450.FAbs, x), f.glsl(GLSLstd450.FAbs, y)
+    both_inf = e.and_(e.is_inf(x), e.is_inf(y))
+    steep = e.op(SpvOp.FOrdGreaterThan, e.bool, ay, ax)
+    ratio = f.div(e.select(e.f32, steep, ax, ay), e.select(e.f32, steep, ay, ax))
+    ratio = e.select(e.f32, both_inf, f.c(1.0), ratio)
+    both_zero = e.and_(f.is_zero(x), f.is_zero(y))
+    ratio = e.select(e.f32, both_zero, f.c(0.0), ratio)
+    a = atan(e, ratio)
+    x_neg = e.sign_bit(x)
+    # steep: pi/2 - a (x >= 0) or pi/2 + a (x < 0); else a (x >= 0) or pi - a (x < 0).
+    subtract = e.select(e.bool, steep, e.not_(x_neg), x_neg)
+    base_hi = e.select(e.f32, steep, f.c(PI_2_HI), e.select(e.f32, x_neg, f.c(2 * PI_2_HI),
+                                                             f.c(0.0)))
+    base_lo = e.select(e.f32, steep, f.c(PI_2_LO), e.select(e.f32, x_neg, f.c(2 * PI_2_LO),
+                                                             f.c(0.0)))
+    signed = e.select(e.f32, subtract, e.op(SpvOp.FNegate, e.f32, a), a)
+    result = f.add(base_hi, f.add(signed, base_lo))
+    result = f.copysign(result, y)
+    return e.select(e.f32, e.or_(e.is_nan(x), e.is_nan(y)), f.c(math.nan), result)

@@ -370,8 +370,7 @@ def _own(fn: Callable[[Emitter, int], int]) -> TypedEmit:
 
 
 def _atan2(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    y, x = args
-    return _f(e, GLSLstd450.Atan2, y, x)
+    return math_trig.atan2(e, *args)
 
 
 def _erf(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
