@@ -23,12 +23,13 @@ import irtk
 from irtk.hal.numerics import round_to
 
 CONTRACT_ULP = 4.0
-FLOAT_TYPES = ("f32", "f16", "bf16")
+FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
 RANGES = ("tiny", "subnormal", "normal", "huge", "special")
 # (mantissa bits, minimum normal exponent, maximum finite value)
 _FORMATS = {"f32": (23, -126, float(np.finfo(np.float32).max)),
             "f16": (10, -14, 65504.0),
-            "bf16": (7, -126, float.fromhex("0x1.fep127"))}
+            "bf16": (7, -126, float.fromhex("0x1.fep127")),
+            "f64": (52, -1022, float(np.finfo(np.float64).max))}
 
 Sampler = Callable[[np.random.Generator, int, str], np.ndarray]
 
@@ -158,36 +159,37 @@ OPS: dict[str, MathOp] = {op.key: op for op in (
 
 
 def program(op: MathOp, kind: str, n: int) -> str:
-    """`main(x: f32[n], ...) -> f32[n]` applying `op` on `kind` values elementwise."""
-    t = f"tensor<{n}xf32>"
+    """`main(x: f32[n], ...) -> f32[n]` applying `op` on `kind` values elementwise (f64:
+    f64 in and out)."""
+    io = "f64" if kind == "f64" else "f32"
+    t = f"tensor<{n}x{io}>"
     names = ["a", "b"][: op.arity]
     idmap = "affine_map<(d0) -> (d0)>"
     lines = []
     operands = []
     for nm in names:
-        if kind == "f32":
+        if kind in ("f32", "f64"):
             operands.append(f"%{nm}")
         else:
             lines.append(f"    %{nm}t = arith.truncf %{nm} : f32 to {kind}")
             operands.append(f"%{nm}t")
     lines.append(f"    %m = math.{op.name} {', '.join(operands)} : {kind}")
-    lines.append("    %r = arith.extf %m : " + kind + " to f32" if kind != "f32" else
-                 "    %r = arith.addf %m, %m0 : f32")
+    if kind in ("f32", "f64"):
+        lines[-1] = lines[-1].replace("%m = ", "%r = ")
+    else:
+        lines.append(f"    %r = arith.extf %m : {kind} to f32")
     body = "\n".join(lines)
-    if kind == "f32":   # keep -0 intact: add nothing instead of +0.0
-        body = body.replace("    %r = arith.addf %m, %m0 : f32", "")
-        body = body.replace("%m = ", "%r = ")
     params = ", ".join(f"%{nm}_in: {t}" for nm in names)
     ins = ", ".join(f"%{nm}_in" for nm in names)
-    bargs = ", ".join(f"%{nm}: f32" for nm in names)
+    bargs = ", ".join(f"%{nm}: {io}" for nm in names)
     return f"""func.func @main({params}) -> {t} {{
   %init = tensor.empty() : {t}
   %res = linalg.generic {{indexing_maps = [{", ".join([idmap] * (op.arity + 1))}],
                          iterator_types = ["parallel"]}}
       ins({ins} : {", ".join([t] * op.arity)}) outs(%init : {t}) {{
-  ^bb0({bargs}, %out: f32):
+  ^bb0({bargs}, %out: {io}):
 {body}
-    linalg.yield %r : f32
+    linalg.yield %r : {io}
   }} -> {t}
   return %res : {t}
 }}
@@ -220,18 +222,23 @@ def ulp_errors(kind: str, actual: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 
 def measure(op: MathOp, kind: str, device: str, seed: int, n: int = 2048,
-            compiled: dict[tuple[str, str, int], bytes] | None = None) -> dict[str, float]:
-    """Max ULP error of `op` on `kind` per input range on `device`."""
+            compiled: dict[tuple[str, str, int], bytes] | None = None,
+            target: str = "vulkan-spirv,cpu", vulkan_target: str = "default"
+            ) -> dict[str, float]:
+    """Max ULP error of `op` on `kind` per input range on `device` (irtk.Error where the
+    target or device does not have the op on that type)."""
     rng = np.random.default_rng(seed)
     result: dict[str, float] = {}
     for name, xs in op.inputs(rng, kind, n).items():
         count = len(xs[0])
-        key = (op.key, kind, count)
+        key = (f"{op.key}@{target}:{vulkan_target}", kind, count)
         cache = compiled if compiled is not None else {}
         if key not in cache:
-            cache[key] = irtk.compile_str(program(op, kind, count), target="vulkan-spirv,cpu")
+            cache[key] = irtk.compile_str(program(op, kind, count), target=target,
+                                          vulkan_target=vulkan_target)
         module = irtk.load(cache[key], device=device)
-        actual = np.asarray(module.main(*[x.astype(np.float32) for x in xs]))
+        io = np.float64 if kind == "f64" else np.float32
+        actual = np.asarray(module.main(*[x.astype(io) for x in xs]))
         with np.errstate(all="ignore"):
             exact = op.reference(*xs)
             err = ulp_errors(kind, actual, exact)
