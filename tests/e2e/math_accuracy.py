@@ -158,6 +158,19 @@ OPS: dict[str, MathOp] = {op.key: op for op in (
 )}
 
 
+# What the "normal" range of each op holds (for the published table).
+DOMAINS = {
+    "exp": "[-104, 89]", "exp2": "[-151, 129]", "expm1": "[-30, 89], [-1, 1]",
+    "log": "[1e-37, 3e38] log-uniform, [0.5, 2]", "log2": "as log", "log10": "as log",
+    "log1p": "[-1, 1], [1e-7, 3e38]", "sqrt": "[1e-37, 3e38]", "rsqrt": "[1e-37, 3e38]",
+    "tanh": "[-12, 12]", "erf": "[-5, 5]", "sin": "[-100, 100], k pi/2 (k < 2^20)",
+    "cos": "as sin", "tan": "as sin", "atan": "[-4, 4], +-[1e-3, 1e6]",
+    "atan2": "y, x in [-4, 4], +-[1e-3, 1e6]", "powf": "x [1e-3, 1e3], y [-12, 12]",
+    "powf (x near 1)": "x 1 +- 0.01, y [-8000, 8000]",
+    "powf (wide)": "x 2^[-60, 60], y [-2.2, 2.2]",
+}
+
+
 def program(op: MathOp, kind: str, n: int) -> str:
     """`main(x: f32[n], ...) -> f32[n]` applying `op` on `kind` values elementwise (f64:
     f64 in and out)."""
