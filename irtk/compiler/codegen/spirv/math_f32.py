@@ -11,6 +11,7 @@ The contract and the measured errors are in docs/codegen_spirv.md ("Math accurac
 from __future__ import annotations
 
 import math
+import struct
 
 from spirv.tables import GLSLstd450, Op as SpvOp
 
@@ -38,20 +39,19 @@ LOG10_2_HI = 0.30102539062500000     # 12 significant bits
 LOG10_2_LO = math.log10(2.0) - LOG10_2_HI
 
 
-def _split(value: float) -> tuple[float, float]:
+def split_f32(value: float) -> tuple[float, float]:
     """value as f32 hi + f32 lo (for products that need more than 24 bits of a constant)."""
-    import numpy as np
-    hi = float(np.float32(value))
-    return hi, float(np.float32(value - hi))
+    hi = struct.unpack("<f", struct.pack("<f", value))[0]
+    return hi, struct.unpack("<f", struct.pack("<f", value - hi))[0]
 
 
-LOG2E_HI, LOG2E_LO = _split(1.0 / math.log(2.0))
-LOG10E_HI, LOG10E_LO = _split(1.0 / math.log(10.0))
-LN2_F_HI, LN2_F_LO = _split(math.log(2.0))
-TWO_OVER_SQRT_PI_HI, TWO_OVER_SQRT_PI_LO = _split(2.0 / math.sqrt(math.pi))
+LOG2E_HI, LOG2E_LO = split_f32(1.0 / math.log(2.0))
+LOG10E_HI, LOG10E_LO = split_f32(1.0 / math.log(10.0))
+LN2_F_HI, LN2_F_LO = split_f32(math.log(2.0))
+TWO_OVER_SQRT_PI_HI, TWO_OVER_SQRT_PI_LO = split_f32(2.0 / math.sqrt(math.pi))
 
 
-class _F:
+class F32:
     """Short names for the f32 instructions the sequences are written in."""
 
     def __init__(self, e: Emitter) -> None:
@@ -114,19 +114,19 @@ class _F:
 
 # --- exp family --------------------------------------------------------------------------------
 
-def _reduce(f: _F, x: int) -> tuple[int, int]:
+def _reduce(f: F32, x: int) -> tuple[int, int]:
     """x = k ln2 + r with |r| <= ln2/2 (x clamped to a range where k fits); (i32 k, r)."""
     kf = f.glsl(GLSLstd450.RoundEven, f.mul(x, f.c(LOG2E_HI)))
     r = f.sub(f.sub(x, f.mul(kf, f.c(LN2_HI))), f.mul(kf, f.c(LN2_LO)))
     return f.e.op(SpvOp.ConvertFToS, f.e.i32, kf), r
 
 
-def _expm1_reduced(f: _F, r: int) -> int:
+def expm1_reduced(f: F32, r: int) -> int:
     """e**r - 1 for |r| <= ln2/2: r + r^2 Q(r), exact for tiny r."""
     return f.fma(f.mul(r, r), f.horner(r, EXPM1_Q), r)
 
 
-def _scale(f: _F, k: int, p: int) -> int:
+def scale_pow2(f: F32, k: int, p: int) -> int:
     """(1 + p) * 2**k for k in [-150, 128], in two exponent steps (each a normal power of
     two) so overflow and subnormal results round once at the end."""
     e = f.e
@@ -135,35 +135,35 @@ def _scale(f: _F, k: int, p: int) -> int:
     return f.mul(f.fma(s2, p, s2), s1)
 
 
-def exp_finite(f: _F, x: int) -> int:
+def exp_finite(f: F32, x: int) -> int:
     """e**x for x in [-104, 89] (no special values)."""
     k, r = _reduce(f, x)
-    return _scale(f, k, _expm1_reduced(f, r))
+    return scale_pow2(f, k, expm1_reduced(f, r))
 
 
 def exp(e: Emitter, x: int) -> int:
-    f = _F(e)
+    f = F32(e)
     return f.keep_nan(x, exp_finite(f, f.clamp(x, -104.0, 89.0)))
 
 
 def exp2(e: Emitter, x: int) -> int:
     """2**x: k = round(x), r = (x - k) ln2 with ln2 in two parts."""
-    f = _F(e)
+    f = F32(e)
     xc = f.clamp(x, -151.0, 129.0)
     kf = f.glsl(GLSLstd450.RoundEven, xc)
     d = f.sub(xc, kf)
     r = f.fma(d, f.c(LN2_F_HI), f.mul(d, f.c(LN2_F_LO)))
     k = e.op(SpvOp.ConvertFToS, e.i32, kf)
-    return f.keep_nan(x, _scale(f, k, _expm1_reduced(f, r)))
+    return f.keep_nan(x, scale_pow2(f, k, expm1_reduced(f, r)))
 
 
 def expm1(e: Emitter, x: int) -> int:
     """2**k (e**r - 1) + (2**k - 1), which keeps every bit near 0; e**x beyond 44."""
-    f = _F(e)
+    f = F32(e)
     xc = f.clamp(x, -30.0, 44.0)
     k, r = _reduce(f, xc)
     s = f.pow2(k)
-    result = f.fma(s, _expm1_reduced(f, r), f.sub(s, f.c(1.0)))
+    result = f.fma(s, expm1_reduced(f, r), f.sub(s, f.c(1.0)))
     big = e.op(SpvOp.FOrdGreaterThan, e.bool, x, f.c(44.0))
     result = e.select(e.f32, big, exp_finite(f, f.clamp(x, -104.0, 89.0)), result)
     return f.keep_nan(x, e.select(e.f32, f.is_zero(x), x, result))
@@ -171,7 +171,7 @@ def expm1(e: Emitter, x: int) -> int:
 
 def tanh(e: Emitter, x: int) -> int:
     """x + x^3 P(x^2) for |x| < 0.55, else 1 - 2 / (e**2|x| + 1); odd, so -0 stays -0."""
-    f = _F(e)
+    f = F32(e)
     ax = f.glsl(GLSLstd450.FAbs, x)
     z = f.mul(ax, ax)
     small = f.fma(f.mul(ax, z), f.horner(z, TANH_P), ax)
@@ -184,7 +184,7 @@ def tanh(e: Emitter, x: int) -> int:
 def erf(e: Emitter, x: int) -> int:
     """x (2/sqrt(pi) + x^2 P(x^2)) for |x| < 0.9; 1 - e**-x^2 R(|x|) up to 4 (x^2 split in
     two so e**-x^2 keeps its bits); 1 beyond, where erf rounds to 1; odd."""
-    f = _F(e)
+    f = F32(e)
     ax = f.glsl(GLSLstd450.FAbs, x)
     z = f.mul(ax, ax)
     inner = f.fma(z, f.horner(z, ERF_P), f.c(TWO_OVER_SQRT_PI_LO))
@@ -203,13 +203,13 @@ def erf(e: Emitter, x: int) -> int:
 
 # --- log family --------------------------------------------------------------------------------
 
-def _log_parts(f: _F, x: int) -> tuple[int, int]:
+def _log_parts(f: F32, x: int) -> tuple[int, int]:
     """(k as f32, log(m)) for x = 2**k m (see split_exponent)."""
     k, g = split_exponent(f, x)
     return k, _log1p_reduced(f, g)
 
 
-def split_exponent(f: _F, x: int) -> tuple[int, int]:
+def split_exponent(f: F32, x: int) -> tuple[int, int]:
     """x = 2**k m with m in [sqrt(.5), sqrt(2)) for a finite x > 0, subnormals included (their
     significand is converted as an integer, exact, so no multiply can flush them);
     returns (k as f32, m - 1, exact)."""
@@ -226,7 +226,7 @@ def split_exponent(f: _F, x: int) -> tuple[int, int]:
     return e.op(SpvOp.ConvertSToF, e.f32, k), f.sub(m, f.c(1.0))
 
 
-def _log1p_reduced(f: _F, g: int) -> int:
+def _log1p_reduced(f: F32, g: int) -> int:
     """log(1 + g) for g in [sqrt(.5) - 1, sqrt(2) - 1): with s = g / (2 + g),
     g - (g^2/2 - s (g^2/2 + s^2 R(s^2)))."""
     s = f.div(g, f.add(f.c(2.0), g))
@@ -236,7 +236,7 @@ def _log1p_reduced(f: _F, g: int) -> int:
     return f.sub(g, f.sub(hfsq, f.mul(s, f.add(hfsq, tail))))
 
 
-def _from_natural(f: _F, k: int, lm: int, base: str) -> int:
+def _from_natural(f: F32, k: int, lm: int, base: str) -> int:
     """k log_b(2) + lm / ln(b), with the constants in two parts."""
     if base == "e":
         return f.add(f.mul(k, f.c(LN2_HI)), f.add(lm, f.mul(k, f.c(LN2_LO))))
@@ -246,7 +246,7 @@ def _from_natural(f: _F, k: int, lm: int, base: str) -> int:
     return f.add(f.mul(k, f.c(LOG10_2_HI)), f.add(t, f.mul(k, f.c(LOG10_2_LO))))
 
 
-def _log_specials(f: _F, x: int, zero: int, result: int) -> int:
+def _log_specials(f: F32, x: int, zero: int, result: int) -> int:
     """+inf -> +inf, `zero` -> -inf, below the domain or NaN -> NaN."""
     e = f.e
     result = e.select(e.f32, e.is_inf(x), x, result)
@@ -255,7 +255,7 @@ def _log_specials(f: _F, x: int, zero: int, result: int) -> int:
 
 def log(e: Emitter, x: int, base: str = "e") -> int:
     """log, log2 (base "2") or log10 (base "10") of x."""
-    f = _F(e)
+    f = F32(e)
     k, lm = _log_parts(f, x)
     zero = f.is_zero(x)
     result = _log_specials(f, x, zero, _from_natural(f, k, lm, base))
@@ -266,7 +266,7 @@ def log(e: Emitter, x: int, base: str = "e") -> int:
 def log1p(e: Emitter, x: int) -> int:
     """log(u) + (x - (u - 1)) / u for u = 1 + x: the correction restores what the rounding of
     u dropped (exactly x for tiny x)."""
-    f = _F(e)
+    f = F32(e)
     u = f.add(f.c(1.0), x)
     k, lm = _log_parts(f, u)
     ge_two = e.op(SpvOp.FOrdGreaterThanEqual, e.bool, u, f.c(2.0))

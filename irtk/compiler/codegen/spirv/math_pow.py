@@ -12,8 +12,8 @@ import math
 from spirv.tables import GLSLstd450, Op as SpvOp
 
 from .emitter import Emitter
-from .math_f32 import (LN2_F_HI, LN2_F_LO, LOG2E_HI, LOG2E_LO, _F, _expm1_reduced, _scale,
-                       split_exponent)
+from .math_f32 import (F32, LN2_F_HI, LN2_F_LO, LOG2E_HI, LOG2E_LO, expm1_reduced,
+                       scale_pow2, split_exponent)
 
 POW_LOG_R2 = (0.4000000059604645, 0.28571534156799316, 0.2220439314842224,
               0.19130367040634155)
@@ -21,37 +21,37 @@ TWO_THIRDS_HI = 0.6666666865348816
 TWO_THIRDS_LO = 2.0 / 3.0 - TWO_THIRDS_HI
 
 
-def _two_sum(f: _F, a: int, b: int) -> tuple[int, int]:
+def _two_sum(f: F32, a: int, b: int) -> tuple[int, int]:
     """a + b = s + err exactly (Knuth)."""
     s = f.add(a, b)
     bb = f.sub(s, a)
     return s, f.add(f.sub(a, f.sub(s, bb)), f.sub(b, bb))
 
 
-def _fast_two_sum(f: _F, a: int, b: int) -> tuple[int, int]:
+def _fast_two_sum(f: F32, a: int, b: int) -> tuple[int, int]:
     """a + b = s + err exactly, for |a| >= |b|."""
     s = f.add(a, b)
     return s, f.sub(b, f.sub(s, a))
 
 
-def _split(f: _F, a: int) -> tuple[int, int]:
+def _veltkamp(f: F32, a: int) -> tuple[int, int]:
     """a = hi + lo with 12 significant bits in hi (|a| < 2**115)."""
     c = f.mul(f.c(4097.0), a)
     hi = f.sub(c, f.sub(c, a))
     return hi, f.sub(a, hi)
 
 
-def _two_prod(f: _F, a: int, b: int) -> tuple[int, int]:
+def _two_prod(f: F32, a: int, b: int) -> tuple[int, int]:
     """a * b = p + err exactly (Dekker)."""
     p = f.mul(a, b)
-    ah, al = _split(f, a)
-    bh, bl = _split(f, b)
+    ah, al = _veltkamp(f, a)
+    bh, bl = _veltkamp(f, b)
     err = f.add(f.add(f.add(f.sub(f.mul(ah, bh), p), f.mul(ah, bl)), f.mul(al, bh)),
                 f.mul(al, bl))
     return p, err
 
 
-def _log2_double(f: _F, x: int) -> tuple[int, int]:
+def _log2_double(f: F32, x: int) -> tuple[int, int]:
     """log2 x as hi + lo for a finite x > 0: k + 2 atanh(s) / ln 2, s = g / (2 + g) carried
     in two parts."""
     k, g = split_exponent(f, x)
@@ -73,7 +73,7 @@ def _log2_double(f: _F, x: int) -> tuple[int, int]:
 
 def pow_magnitude(e: Emitter, ax: int, y: int) -> int:
     """ax ** y for ax in (0, +inf] and a non-NaN y (the caller handles zero and NaN)."""
-    f = _F(e)
+    f = F32(e)
     finite = e.is_finite(ax)
     lh, ll = _log2_double(f, e.select(e.f32, finite, ax, f.c(2.0)))
     yc = f.clamp(y, -2.0 ** 100, 2.0 ** 100)
@@ -87,7 +87,7 @@ def pow_magnitude(e: Emitter, ax: int, y: int) -> int:
     d = f.add(f.sub(th, kf), tl)
     r = f.add(f.mul(d, f.c(LN2_F_HI)), f.mul(d, f.c(LN2_F_LO)))
     k = e.op(SpvOp.ConvertFToS, e.i32, kf)
-    result = _scale(f, k, _expm1_reduced(f, r))
+    result = scale_pow2(f, k, expm1_reduced(f, r))
     y_pos = e.op(SpvOp.FOrdGreaterThan, e.bool, y, f.c(0.0))
     inf_base = e.select(e.f32, y_pos, f.c(math.inf), f.c(0.0))
     return e.select(e.f32, finite, result, inf_base)

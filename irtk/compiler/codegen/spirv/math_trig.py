@@ -13,7 +13,7 @@ import math
 from spirv.tables import GLSLstd450, Op as SpvOp
 
 from .emitter import Emitter
-from .math_f32 import _F, _split
+from .math_f32 import F32, split_f32
 
 SIN_S = (-0.1666666716337204, 0.00833332072943449, -0.00019835321290884167,
          2.6738987344288034e-06)
@@ -27,8 +27,8 @@ ATAN_P = (-0.3333333432674408, 0.19999957084655762, -0.14282850921154022, 0.1103
 
 PIO2_12 = 1.57080078125            # pi/2 to 12 significant bits: products with 12-bit parts
 PIO2_12_LO = math.pi / 2 - PIO2_12  # are exact
-PI_2_HI, PI_2_LO = _split(math.pi / 2)
-PI_4_HI, PI_4_LO = _split(math.pi / 4)
+PI_2_HI, PI_2_LO = split_f32(math.pi / 2)
+PI_4_HI, PI_4_LO = split_f32(math.pi / 4)
 TAN_PI_8 = math.tan(math.pi / 8)
 
 
@@ -53,7 +53,7 @@ def _two_over_pi_words(count: int = 8) -> list[int]:
 TWO_OVER_PI = _two_over_pi_words()
 
 
-def _reduce(f: _F, ax: int) -> tuple[int, int]:
+def _reduce(f: F32, ax: int) -> tuple[int, int]:
     """(q mod 4 as u32, r) with |x| = q pi/2 + r, |r| <= pi/4, for a finite |x| >= pi/4."""
     e = f.e
     u32 = e.u32
@@ -136,7 +136,7 @@ def _reduce(f: _F, ax: int) -> tuple[int, int]:
     return op(SpvOp.BitwiseAnd, q, u(3)), r
 
 
-def _reduced(f: _F, x: int) -> tuple[int, int, int]:
+def _reduced(f: F32, x: int) -> tuple[int, int, int]:
     """(|x|, q mod 4, r): no reduction below pi/4."""
     e = f.e
     ax = f.glsl(GLSLstd450.FAbs, x)
@@ -145,17 +145,17 @@ def _reduced(f: _F, x: int) -> tuple[int, int, int]:
     return ax, e.select(e.u32, small, e.u32c(0), q), e.select(e.f32, small, ax, r)
 
 
-def _sin_poly(f: _F, r: int) -> int:
+def _sin_poly(f: F32, r: int) -> int:
     z = f.mul(r, r)
     return f.add(r, f.mul(f.mul(r, z), f.horner(z, SIN_S)))
 
 
-def _cos_poly(f: _F, r: int) -> int:
+def _cos_poly(f: F32, r: int) -> int:
     z = f.mul(r, r)
     return f.add(f.sub(f.c(1.0), f.mul(f.c(0.5), z)), f.mul(f.mul(z, z), f.horner(z, COS_C)))
 
 
-def _quadrant(f: _F, q: int, values: tuple[int, int, int, int]) -> int:
+def _quadrant(f: F32, q: int, values: tuple[int, int, int, int]) -> int:
     e = f.e
     result = values[3]
     for k in (2, 1, 0):
@@ -163,20 +163,20 @@ def _quadrant(f: _F, q: int, values: tuple[int, int, int, int]) -> int:
     return result
 
 
-def _flip_sign(f: _F, value: int, sign_of: int) -> int:
+def _flip_sign(f: F32, value: int, sign_of: int) -> int:
     """value with its sign flipped where `sign_of` is negative (odd functions)."""
     e = f.e
     s = e.op(SpvOp.BitwiseAnd, e.u32, e.f32_bits(sign_of), e.u32c(0x80000000))
     return e.op(SpvOp.Bitcast, e.f32, e.op(SpvOp.BitwiseXor, e.u32, e.f32_bits(value), s))
 
 
-def _finite_only(f: _F, x: int, result: int) -> int:
+def _finite_only(f: F32, x: int, result: int) -> int:
     """NaN for +-inf and NaN."""
     return f.e.select(f.e.f32, f.e.is_finite(x), result, f.c(math.nan))
 
 
 def sin(e: Emitter, x: int) -> int:
-    f = _F(e)
+    f = F32(e)
     _, q, r = _reduced(f, x)
     s, c = _sin_poly(f, r), _cos_poly(f, r)
     neg = e.op(SpvOp.FNegate, e.f32, s), e.op(SpvOp.FNegate, e.f32, c)
@@ -184,7 +184,7 @@ def sin(e: Emitter, x: int) -> int:
 
 
 def cos(e: Emitter, x: int) -> int:
-    f = _F(e)
+    f = F32(e)
     _, q, r = _reduced(f, x)
     s, c = _sin_poly(f, r), _cos_poly(f, r)
     neg = e.op(SpvOp.FNegate, e.f32, s), e.op(SpvOp.FNegate, e.f32, c)
@@ -193,7 +193,7 @@ def cos(e: Emitter, x: int) -> int:
 
 def tan(e: Emitter, x: int) -> int:
     """tan(r) for even q, -1 / tan(r) for odd q."""
-    f = _F(e)
+    f = F32(e)
     _, q, r = _reduced(f, x)
     z = f.mul(r, r)
     t = f.add(r, f.mul(f.mul(r, z), f.horner(z, TAN_T)))
@@ -205,7 +205,7 @@ def tan(e: Emitter, x: int) -> int:
 def atan(e: Emitter, x: int) -> int:
     """atan(u) on |u| <= tan(pi/8), shifted by pi/4 ((|x| - 1) / (|x| + 1)) or pi/2
     (-1 / |x|); odd."""
-    f = _F(e)
+    f = F32(e)
     ax = f.glsl(GLSLstd450.FAbs, x)
     big = e.op(SpvOp.FOrdGreaterThan, e.bool, ax, f.c(1.0 / TAN_PI_8))
     mid = e.op(SpvOp.FOrdGreaterThan, e.bool, ax, f.c(TAN_PI_8))
@@ -222,7 +222,7 @@ def atan(e: Emitter, x: int) -> int:
 def atan2(e: Emitter, y: int, x: int) -> int:
     """B + s atan(min / max) of |x|, |y| (B = 0, pi/2 or pi; the ratio is in [0, 1]), signed
     by y; C99's values for zeros and infinities (both infinite: the ratio is taken as 1)."""
-    f = _F(e)
+    f = F32(e)
     ax, ay = f.glsl(GLSLstd450.FAbs, x), f.glsl(GLSLstd450.FAbs, y)
     both_inf = e.and_(e.is_inf(x), e.is_inf(y))
     steep = e.op(SpvOp.FOrdGreaterThan, e.bool, ay, ax)
