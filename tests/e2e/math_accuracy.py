@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -76,8 +77,9 @@ class MathOp:
     normal: Sampler
     signed: bool = True               # tiny/subnormal/huge inputs of both signs
     huge: Sampler = field(default_factory=lambda: _log_uniform(1e4, 3.4e38))
-    arity: int = 1
-    second: Sampler | None = None     # the second operand (pow, atan2)
+    others: tuple[Sampler, ...] = ()  # the further operands (pow, atan2, fma)
+    # Rewrites the normal inputs (fma: c cancelling a * b)
+    adjust: Callable[[list[np.ndarray], str], list[np.ndarray]] | None = None
     label: str = ""                   # the name in OPS where one op is measured twice
 
     @property
@@ -94,21 +96,39 @@ class MathOp:
             "special": [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1.0, 3.0,
                                   -0.5])]}
         for name, (x,) in list(sets.items()):
-            x = round_to(kind, x.astype(np.float64)).astype(np.float64)
-            if self.arity == 1:
-                sets[name] = [x]
+            if name == "special":   # every combination of special values
+                xs = [v.ravel() for v in np.meshgrid(*[x] * self.arity, indexing="ij")]
             else:
-                assert self.second is not None
-                if name == "special":   # every pair of special values
-                    x, y = (v.ravel() for v in np.meshgrid(x, x))
-                else:
-                    y = self.second(rng, len(x), kind)
-                sets[name] = [x, round_to(kind, y).astype(np.float64)]
+                xs = [x] + [sample(rng, len(x), kind) for sample in self.others]
+            xs = [round_to(kind, v.astype(np.float64)).astype(np.float64) for v in xs]
+            if name == "normal" and self.adjust is not None:
+                xs = [round_to(kind, v).astype(np.float64) for v in self.adjust(xs, kind)]
+            sets[name] = xs
         return sets
+
+    @property
+    def arity(self) -> int:
+        return 1 + len(self.others)
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.power(x, y)
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c exactly (in fractions) and rounded once to float64; non-finite as numpy."""
+    plain = a * b + c
+    exact = [float(Fraction(x) * Fraction(y) + Fraction(z)) if math.isfinite(p) else p
+             for x, y, z, p in zip(a.tolist(), b.tolist(), c.tolist(), plain.tolist())]
+    return np.array(exact, dtype=np.float64)
+
+
+def _cancel(xs: list[np.ndarray], kind: str) -> list[np.ndarray]:
+    """Every other c is -(a * b rounded to the type): the result is a * b's rounding error."""
+    a, b, c = xs
+    c = c.copy()
+    c[::2] = -round_to(kind, a[::2] * b[::2])
+    return [a, b, c]
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -147,13 +167,16 @@ OPS: dict[str, MathOp] = {op.key: op for op in (
     MathOp("cos", np.cos, _TRIG),
     MathOp("tan", np.tan, _TRIG),
     MathOp("atan", np.arctan, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6))),
-    MathOp("atan2", np.arctan2, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6)), arity=2,
-           second=_mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6))),
-    MathOp("powf", _pow, _log_uniform(1e-3, 1e3, False), arity=2, second=_uniform(-12.0, 12.0)),
+    MathOp("atan2", np.arctan2, _mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6)),
+           others=(_mix(_uniform(-4.0, 4.0), _log_uniform(1e-3, 1e6)),)),
+    MathOp("fma", _fma, _uniform(-10.0, 10.0), others=(_uniform(-10.0, 10.0),
+                                                        _uniform(-100.0, 100.0)),
+           adjust=_cancel),
+    MathOp("powf", _pow, _log_uniform(1e-3, 1e3, False), others=(_uniform(-12.0, 12.0),)),
     # large exponents near 1, and results across the whole range up to overflow
-    MathOp("powf", _pow, _near_one, arity=2, second=_uniform(-8000.0, 8000.0),
+    MathOp("powf", _pow, _near_one, others=(_uniform(-8000.0, 8000.0),),
            label="powf (x near 1)"),
-    MathOp("powf", _pow, _binades, arity=2, second=_uniform(-2.2, 2.2),
+    MathOp("powf", _pow, _binades, others=(_uniform(-2.2, 2.2),),
            label="powf (wide)"),
 )}
 
@@ -168,6 +191,7 @@ DOMAINS = {
     "atan2": "y, x in [-4, 4], +-[1e-3, 1e6]", "powf": "x [1e-3, 1e3], y [-12, 12]",
     "powf (x near 1)": "x 1 +- 0.01, y [-8000, 8000]",
     "powf (wide)": "x 2^[-60, 60], y [-2.2, 2.2]",
+    "fma": "a, b [-10, 10], c [-100, 100] or -(a b)",
 }
 
 
@@ -176,7 +200,7 @@ def program(op: MathOp, kind: str, n: int) -> str:
     f64 in and out)."""
     io = "f64" if kind == "f64" else "f32"
     t = f"tensor<{n}x{io}>"
-    names = ["a", "b"][: op.arity]
+    names = ["a", "b", "c"][: op.arity]
     idmap = "affine_map<(d0) -> (d0)>"
     lines = []
     operands = []

@@ -34,9 +34,48 @@ def _fast_two_sum(f: F32, a: int, b: int) -> tuple[int, int]:
     return s, f.sub(b, f.sub(s, a))
 
 
+class F64(F32):
+    """The same instructions on f64 (the profile has shaderFloat64 and shaderInt64)."""
+
+    SPLIT = 2.0 ** 27 + 1
+    BIG, SCALE = 2.0 ** 900, 2.0 ** 450
+
+    def c(self, v: float) -> int:
+        return self.e.b.constant(self.e.f64, v)
+
+    def add(self, a: int, b: int) -> int:
+        return self.e.exact_op(SpvOp.FAdd, self.e.f64, a, b)
+
+    def sub(self, a: int, b: int) -> int:
+        return self.e.exact_op(SpvOp.FSub, self.e.f64, a, b)
+
+    def mul(self, a: int, b: int) -> int:
+        return self.e.exact_op(SpvOp.FMul, self.e.f64, a, b)
+
+    def glsl(self, inst: GLSLstd450, *args: int) -> int:
+        return self.e.glsl(self.e.f64, inst, *args)
+
+    def _magnitude(self, x: int) -> int:
+        e = self.e
+        bits = e.op(SpvOp.Bitcast, e.u64, x)
+        return e.op(SpvOp.BitwiseAnd, e.u64, bits, e.b.constant(e.u64, (1 << 63) - 1))
+
+    def is_zero(self, x: int) -> int:
+        return self.e.op(SpvOp.IEqual, self.e.bool, self._magnitude(x),
+                         self.e.b.constant(self.e.u64, 0))
+
+    def is_finite(self, x: int) -> int:
+        return self.e.op(SpvOp.ULessThan, self.e.bool, self._magnitude(x),
+                         self.e.b.constant(self.e.u64, 0x7FF << 52))
+
+
+def _is_finite(f: F32, x: int) -> int:
+    return f.is_finite(x) if isinstance(f, F64) else f.e.is_finite(x)
+
+
 def _veltkamp(f: F32, a: int) -> tuple[int, int]:
-    """a = hi + lo with 12 significant bits in hi (|a| < 2**115)."""
-    c = f.mul(f.c(4097.0), a)
+    """a = hi + lo with half the significant bits in hi (f32: |a| < 2**115)."""
+    c = f.mul(f.c(F64.SPLIT if isinstance(f, F64) else 4097.0), a)
     hi = f.sub(c, f.sub(c, a))
     return hi, f.sub(a, hi)
 
@@ -91,3 +130,25 @@ def pow_magnitude(e: Emitter, ax: int, y: int) -> int:
     y_pos = e.op(SpvOp.FOrdGreaterThan, e.bool, y, f.c(0.0))
     inf_base = e.select(e.f32, y_pos, f.c(math.inf), f.c(0.0))
     return e.select(e.f32, finite, result, inf_base)
+
+
+def fma(e: Emitter, a: int, b: int, c: int, wide: bool = False) -> int:
+    """a * b + c rounded once (near enough: within an ULP), since GLSL Fma is not fused on
+    the drivers: a * b = p + pe exactly (an operand above 2**100 is scaled by 2**-50 and the
+    other by 2**50 so splitting cannot overflow), then p + c = s + t exactly, s + (t + pe).
+    Non-finite and zero results take the plain a * b + c, which gets them (and the sign of
+    an exact zero) right. `wide`: on f64 (2**900 and 2**450 for the scaling)."""
+    f = F64(e) if wide else F32(e)
+    ftype = e.f64 if wide else e.f32
+    big, scale = (F64.BIG, F64.SCALE) if wide else (2.0 ** 100, 2.0 ** 50)
+    big_a = e.not_(f.less(f.glsl(GLSLstd450.FAbs, a), big))
+    big_b = e.not_(f.less(f.glsl(GLSLstd450.FAbs, b), big))
+    down, up = f.c(1.0 / scale), f.c(scale)
+    a_s = e.select(ftype, big_a, f.mul(a, down), e.select(ftype, big_b, f.mul(a, up), a))
+    b_s = e.select(ftype, big_a, f.mul(b, up), e.select(ftype, big_b, f.mul(b, down), b))
+    p, pe = _two_prod(f, a_s, b_s)
+    s, t = _two_sum(f, p, c)
+    result = f.add(s, f.add(t, pe))
+    plain = f.add(f.mul(a, b), c)
+    usable = e.and_(_is_finite(f, result), _is_finite(f, pe), e.not_(f.is_zero(result)))
+    return e.select(ftype, usable, result, plain)

@@ -340,7 +340,8 @@ def _absi(e: Emitter, c: OpCall) -> int:
 
 @_op("math.fma", sigs=("f32,f32,f32->f32",))
 def _fma(e: Emitter, c: OpCall) -> int:
-    return e.glsl(e.f32, GLSLstd450.Fma, *c.args)
+    """Emulated: the drivers' GLSL Fma rounds the product first (math_pow.py)."""
+    return math_pow.fma(e, c.args[0], c.args[1], c.args[2])
 
 
 @_op("math.copysign", sigs=_FF_F)
