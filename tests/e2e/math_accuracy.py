@@ -172,6 +172,8 @@ OPS: dict[str, MathOp] = {op.key: op for op in (
     MathOp("fma", _fma, _uniform(-10.0, 10.0), others=(_uniform(-10.0, 10.0),
                                                         _uniform(-100.0, 100.0)),
            adjust=_cancel),
+    MathOp("arith.divf", np.divide, _log_uniform(1e-30, 1e30),
+           others=(_log_uniform(1e-30, 1e30),), label="divf"),
     MathOp("powf", _pow, _log_uniform(1e-3, 1e3, False), others=(_uniform(-12.0, 12.0),)),
     # large exponents near 1, and results across the whole range up to overflow
     MathOp("powf", _pow, _near_one, others=(_uniform(-8000.0, 8000.0),),
@@ -192,6 +194,7 @@ DOMAINS = {
     "powf (x near 1)": "x 1 +- 0.01, y [-8000, 8000]",
     "powf (wide)": "x 2^[-60, 60], y [-2.2, 2.2]",
     "fma": "a, b [-10, 10], c [-100, 100] or -(a b)",
+    "divf": "+-[1e-30, 1e30] both",
 }
 
 
@@ -210,7 +213,8 @@ def program(op: MathOp, kind: str, n: int) -> str:
         else:
             lines.append(f"    %{nm}t = arith.truncf %{nm} : f32 to {kind}")
             operands.append(f"%{nm}t")
-    lines.append(f"    %m = math.{op.name} {', '.join(operands)} : {kind}")
+    full = op.name if "." in op.name else f"math.{op.name}"   # arith.divf and the like
+    lines.append(f"    %m = {full} {', '.join(operands)} : {kind}")
     if kind in ("f32", "f64"):
         lines[-1] = lines[-1].replace("%m = ", "%r = ")
     else:
