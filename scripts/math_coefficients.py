@@ -1,9 +1,11 @@
-"""Fit the polynomial coefficients of irtk's own f32 math sequences (spirv/math_f32.py).
+"""Fit the polynomial coefficients of irtk's own f32 math sequences (irtk/compiler/codegen/
+spirv/math_f32.py, math_trig.py, math_pow.py).
 
 Each fit is a weighted least-squares fit on Chebyshev nodes, refined by Lawson's iteration
 towards the minimax (equioscillating) relative error, in float64; coefficients are then rounded
-to f32 and the error of the rounded polynomial is reported. Run it to regenerate the table
-that math_f32.py holds (`python scripts/math_coefficients.py`).
+to f32 and the error of the rounded polynomial is reported. Run it to regenerate the tuples
+those modules hold (`python scripts/math_coefficients.py`);
+tests/compiler/codegen_spirv/test_math_coefficients.py checks that they match.
 """
 from __future__ import annotations
 
