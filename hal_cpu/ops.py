@@ -130,9 +130,32 @@ def _wide(fn: OpFn) -> OpFn:
 
 
 def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    if a.dtype == np.float64:
-        return a * b + c
-    return a.astype(np.float64) * b + c
+    """a * b + c rounded once: narrower floats through float64 (their product is exact
+    there); float64 through Dekker's exact product and Knuth's exact sum, since numpy has no
+    fused multiply-add (non-finite and zero results take the plain a * b + c)."""
+    if a.dtype != np.float64:
+        return a.astype(np.float64) * b + c
+    with np.errstate(all="ignore"):
+        p = a * b
+
+        def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            t = x * 134217729.0
+            hi = t - (t - x)
+            return hi, x - hi
+        # Scale an operand above 2**900 so splitting cannot overflow (the product stays).
+        big_a, big_b = np.abs(a) >= 2.0 ** 900, np.abs(b) >= 2.0 ** 900
+        a_s = np.where(big_a, a * 2.0 ** -450, np.where(big_b, a * 2.0 ** 450, a))
+        b_s = np.where(big_a, b * 2.0 ** 450, np.where(big_b, b * 2.0 ** -450, b))
+        ah, al = split(a_s)
+        bh, bl = split(b_s)
+        pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        s = p + c
+        bb = s - p
+        t = (p - (s - bb)) + (c - bb)
+        result = s + (t + pe)
+        plain = a * b + c
+        usable = np.isfinite(result) & np.isfinite(pe) & (result != 0)
+        return np.where(usable, result, plain)
 
 
 _FLOAT_UNARY: dict[str, OpFn] = {

@@ -7,9 +7,10 @@ SPIR-V or GLSL.std.450 leaves a case undefined that MLIR programs (and the CPU r
 give a value, the emitter guards it explicitly with selects, so the shader never executes an
 undefined operation: integer division by zero gives 0, INT_MIN / -1 gives INT_MIN, shifts by
 32 or more give 0 (or the sign fill), float-to-int conversions saturate (NaN -> 0), NaN
-handling of min/max and comparisons does not rely on the driver honouring NaNs, and pow, tanh,
-log and exp are defined over their whole domain, correcting what SwiftShader and lavapipe get
-wrong (measured; see docs/codegen_spirv.md, which lists the rules).
+handling of min/max and comparisons does not rely on the driver honouring NaNs, and pow is defined
+over its whole domain, correcting what SwiftShader and lavapipe get wrong (measured; see
+docs/codegen_spirv.md, which lists the rules). exp, exp2, log, log2 and tanh are irtk's own
+sequences (math_f32.py), since the drivers' built-ins miss the accuracy contract.
 """
 from __future__ import annotations
 
@@ -22,12 +23,11 @@ from spirv.tables import GLSLstd450, Op as SpvOp
 from irtk.compiler.kernel import Op
 from irtk.errors import CompileError
 
+from . import math_f32, math_pow
 from .emitter import Emitter
 from .op_table import SPIRV_OPS, SpirvOp, class_op, class_signatures
 
 INT_MIN = -(1 << 31)
-# tanh(x) rounds to +-1 in f32 for |x| > 9.01; clamping keeps exp-based driver code finite.
-_TANH_CLAMP = 10.0
 
 
 @dataclass
@@ -305,42 +305,29 @@ for _name, _inst in (("math.sqrt", GLSLstd450.Sqrt), ("math.rsqrt", GLSLstd450.I
     _glsl_unary(_name, _inst)
 
 
-def _keep_nan(e: Emitter, x: int, result: int) -> int:
-    """NaN in, NaN out: SwiftShader's Exp/Exp2 turn NaN into inf."""
-    return e.select(e.f32, e.is_nan(x), x, result)
+@_op("math.exp", sigs=_F_F)
+def _exp(e: Emitter, c: OpCall) -> int:
+    return math_f32.exp(e, c.args[0])
 
 
-def _exp(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
-    return _keep_nan(e, c.args[0], e.glsl(e.f32, inst, c.args[0]))
+@_op("math.exp2", sigs=_F_F)
+def _exp2(e: Emitter, c: OpCall) -> int:
+    return math_f32.exp2(e, c.args[0])
 
 
-for _name, _inst in (("math.exp", GLSLstd450.Exp), ("math.exp2", GLSLstd450.Exp2)):
-    _op(_name, sigs=_F_F)(partial(_exp, inst=_inst))
+@_op("math.log", sigs=_F_F)
+def _log(e: Emitter, c: OpCall) -> int:
+    return math_f32.log(e, c.args[0], "e")
 
 
-def _log(e: Emitter, c: OpCall, inst: GLSLstd450) -> int:
-    """log of zero is -inf, of a negative number or NaN NaN, of +inf +inf (SwiftShader's Log
-    returns finite values for all of these)."""
-    x = c.args[0]
-    magnitude = e.op(SpvOp.BitwiseAnd, e.u32, e.f32_bits(x), e.u32c(0x7FFFFFFF))
-    zero = e.op(SpvOp.IEqual, e.bool, magnitude, e.u32c(0))
-    invalid = e.or_(e.is_nan(x), e.and_(e.sign_bit(x), e.not_(zero)))
-    result = e.glsl(e.f32, inst, x)
-    result = e.select(e.f32, e.is_inf(x), x, result)
-    result = e.select(e.f32, zero, e.f32c(float("-inf")), result)
-    return e.select(e.f32, invalid, e.f32c(float("nan")), result)
-
-
-for _name, _inst in (("math.log", GLSLstd450.Log), ("math.log2", GLSLstd450.Log2)):
-    _op(_name, sigs=_F_F)(partial(_log, inst=_inst))
+@_op("math.log2", sigs=_F_F)
+def _log2(e: Emitter, c: OpCall) -> int:
+    return math_f32.log(e, c.args[0], "2")
 
 
 @_op("math.tanh", sigs=_F_F)
 def _tanh(e: Emitter, c: OpCall) -> int:
-    """Clamped first (drivers compute tanh from exp, which overflows); NaN stays NaN."""
-    x = c.args[0]
-    clamped = e.glsl(e.f32, GLSLstd450.FClamp, x, e.f32c(-_TANH_CLAMP), e.f32c(_TANH_CLAMP))
-    return e.select(e.f32, e.is_nan(x), x, e.glsl(e.f32, GLSLstd450.Tanh, clamped))
+    return math_f32.tanh(e, c.args[0])
 
 
 @_op("math.absi", sigs=("i32->i32",))
@@ -353,7 +340,8 @@ def _absi(e: Emitter, c: OpCall) -> int:
 
 @_op("math.fma", sigs=("f32,f32,f32->f32",))
 def _fma(e: Emitter, c: OpCall) -> int:
-    return e.glsl(e.f32, GLSLstd450.Fma, *c.args)
+    """Emulated: the drivers' GLSL Fma rounds the product first (math_pow.py)."""
+    return math_pow.fma(e, c.args[0], c.args[1], c.args[2])
 
 
 @_op("math.copysign", sigs=_FF_F)
@@ -365,7 +353,8 @@ def _copysign(e: Emitter, c: OpCall) -> int:
 def _powf(e: Emitter, c: OpCall) -> int:
     """C99 pow over the whole domain; GLSL Pow is only defined for x > 0 (or x = 0 < y).
 
-    |x| ** y comes from GLSL Pow; the sign is negative for a negative base and an odd integer
+    |x| ** y comes from math_pow.py (GLSL Pow is 77 ULP off); the sign is negative for a
+    negative base and an odd integer
     exponent; a finite negative base with a non-integer exponent is NaN; zero bases give 0 or
     inf by the sign of y; pow(x, 0) = 1 and pow(1, y) = 1 even for NaN, pow(-1, +-inf) = 1.
     """
@@ -380,7 +369,7 @@ def _powf(e: Emitter, c: OpCall) -> int:
     ax = e.glsl(f32, GLSLstd450.FAbs, x)
     ax_zero = equals(ax, x_ok, 0.0)
     safe_ax = e.select(f32, ax_zero, e.f32c(1.0), ax)
-    magnitude = e.glsl(f32, GLSLstd450.Pow, safe_ax, y)
+    magnitude = math_pow.pow_magnitude(e, safe_ax, y)
     y_pos = e.op(SpvOp.FOrdGreaterThan, e.bool, y, e.f32c(0.0))
     zero_base = e.select(f32, y_pos, e.f32c(0.0), e.f32c(float("inf")))
     magnitude = e.select(f32, ax_zero, zero_base, magnitude)

@@ -26,6 +26,7 @@ from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
 
 from . import int64_emulation as i64e
+from . import math_f32, math_trig
 from . import op_table
 from . import wide_ops  # noqa: F401  (registers the i64 and f64 ops)
 from .emitter import Emitter
@@ -353,68 +354,27 @@ def _f(e: Emitter, inst: GLSLstd450, *args: int) -> int:
 
 
 def _expm1(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    """Kahan's expm1: (u - 1) * x / log(u) with u = exp(x), exact near 0."""
-    x = args[0]
-    u = _f(e, GLSLstd450.Exp, x)
-    um1 = e.op(SpvOp.FSub, e.f32, u, e.f32c(1.0))
-    ratio = e.op(SpvOp.FDiv, e.f32, e.op(SpvOp.FMul, e.f32, um1, x), _f(e, GLSLstd450.Log, u))
-    near_zero = e.op(SpvOp.FOrdLessThan, e.bool, _f(e, GLSLstd450.FAbs, x), e.f32c(1e-5))
-    small = e.op(SpvOp.FAdd, e.f32, x, e.op(SpvOp.FMul, e.f32, e.f32c(0.5),
-                                             e.op(SpvOp.FMul, e.f32, x, x)))
-    result = e.select(e.f32, near_zero, small, ratio)
-    result = e.select(e.f32, e.op(SpvOp.FOrdGreaterThan, e.bool, x, e.f32c(88.0)),
-                      e.f32c(math.inf), result)
-    result = e.select(e.f32, e.op(SpvOp.FOrdLessThan, e.bool, x, e.f32c(-20.0)),
-                      e.f32c(-1.0), result)
-    return e.select(e.f32, e.is_nan(x), x, result)
-
-
-def _log_of(e: Emitter, x: int, inst: GLSLstd450 = GLSLstd450.Log) -> int:
-    return emit_op(e, OpCall(Op("math.log2" if inst == GLSLstd450.Log2 else "math.log", (0,),
-                                "f32"), [x], ["f32"], _no_index))
+    return math_f32.expm1(e, args[0])
 
 
 def _log1p(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    """Kahan's log1p: log(u) * x / (u - 1) with u = 1 + x, exact near 0."""
-    x = args[0]
-    u = e.op(SpvOp.FAdd, e.f32, x, e.f32c(1.0))
-    logu = _log_of(e, u)
-    um1 = e.op(SpvOp.FSub, e.f32, u, e.f32c(1.0))
-    exact = e.op(SpvOp.FOrdEqual, e.bool, um1, e.f32c(0.0))
-    ratio = e.op(SpvOp.FDiv, e.f32, e.op(SpvOp.FMul, e.f32, logu, x), um1)
-    finite_u = e.and_(e.is_finite(u), e.op(SpvOp.FOrdGreaterThan, e.bool, u, e.f32c(0.0)))
-    return e.select(e.f32, exact, x, e.select(e.f32, finite_u, ratio, logu))
+    return math_f32.log1p(e, args[0])
 
 
 def _log10(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    return e.op(SpvOp.FMul, e.f32, _log_of(e, args[0], GLSLstd450.Log2),
-                e.f32c(math.log10(2.0)))
+    return math_f32.log(e, args[0], "10")
 
 
-def _unary(inst: GLSLstd450) -> TypedEmit:
-    return lambda e, op, args, types: _f(e, inst, args[0])
+def _own(fn: Callable[[Emitter, int], int]) -> TypedEmit:
+    return lambda e, op, args, types: fn(e, args[0])
 
 
 def _atan2(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    y, x = args
-    return _f(e, GLSLstd450.Atan2, y, x)
+    return math_trig.atan2(e, *args)
 
 
 def _erf(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
-    """Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), odd extension."""
-    x = args[0]
-    ax = _f(e, GLSLstd450.FAbs, x)
-    t = e.op(SpvOp.FDiv, e.f32, e.f32c(1.0),
-             e.op(SpvOp.FAdd, e.f32, e.f32c(1.0), e.op(SpvOp.FMul, e.f32, e.f32c(0.3275911), ax)))
-    poly = e.f32c(1.061405429)
-    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        poly = e.op(SpvOp.FAdd, e.f32, e.op(SpvOp.FMul, e.f32, poly, t), e.f32c(c))
-    poly = e.op(SpvOp.FMul, e.f32, poly, t)
-    decay = _f(e, GLSLstd450.Exp, e.op(SpvOp.FNegate, e.f32, e.op(SpvOp.FMul, e.f32, ax, ax)))
-    magnitude = e.op(SpvOp.FSub, e.f32, e.f32c(1.0), e.op(SpvOp.FMul, e.f32, poly, decay))
-    result = emit_op(e, OpCall(Op("math.copysign", (0, 1), "f32"), [magnitude, x],
-                               ["f32", "f32"], _no_index))
-    return e.select(e.f32, e.is_nan(x), x, result)
+    return math_f32.erf(e, args[0])
 
 
 def _round(e: Emitter, op: Op, args: list[int], types: list[str]) -> int:
@@ -497,10 +457,10 @@ def _bit_count(kind: str) -> TypedEmit:
 
 
 for _names, _emit in ((("math.expm1",), _expm1), (("math.log1p",), _log1p),
-                      (("math.log10",), _log10), (("math.sin",), _unary(GLSLstd450.Sin)),
-                      (("math.cos",), _unary(GLSLstd450.Cos)),
-                      (("math.tan",), _unary(GLSLstd450.Tan)),
-                      (("math.atan",), _unary(GLSLstd450.Atan)), (("math.atan2",), _atan2),
+                      (("math.log10",), _log10), (("math.sin",), _own(math_trig.sin)),
+                      (("math.cos",), _own(math_trig.cos)),
+                      (("math.tan",), _own(math_trig.tan)),
+                      (("math.atan",), _own(math_trig.atan)), (("math.atan2",), _atan2),
                       (("math.erf",), _erf), (("math.round",), _round),
                       (("math.fpowi",), _fpowi), (("math.ipowi",), _ipowi),
                       (("arith.ceildivsi",), _rounded_signed_division(up=True)),

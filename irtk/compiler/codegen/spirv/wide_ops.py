@@ -184,7 +184,9 @@ def _f64_glsl(e: Emitter, op: Op, args: list[int]) -> int:
 
 @_f64("math.fma")
 def _f64_fma(e: Emitter, op: Op, args: list[int]) -> int:
-    return e.glsl(e.f64, GLSLstd450.Fma, *args)
+    """Emulated (lavapipe's GLSL Fma rounds the product first; math_pow.py)."""
+    from .math_pow import fma
+    return fma(e, args[0], args[1], args[2], wide=True)
 
 
 def _is_nan(e: Emitter, v: int) -> int:
