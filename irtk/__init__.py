@@ -12,7 +12,7 @@ from irtk.errors import (CompileError, DeviceError, Error, InputError, ParseErro
 
 __version__ = "0.1.0"
 
-from irtk.vm.limits import Limits
+from irtk.runtime import Limits
 
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
            "InputError", "RuntimeFailure", "Limits", "compile_file", "compile_str", "load"]
