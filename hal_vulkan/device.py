@@ -293,10 +293,15 @@ class VulkanDevice(Device):
         return points
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait for every submission so far; True when the queue drained."""
+        """Wait for every submission so far, host queue operations (queue_read/queue_write)
+        included; True when both drained."""
         self.check()
-        ns = (1 << 62) if timeout is None else int(max(0.0, timeout) * 1e9)
-        done = self.queue.wait_serial(self.queue.serial, ns)
+        # Host operations first: one may submit device work when it runs (queue_write).
+        start = time.monotonic()
+        drained = self._drain_host_queue(timeout)
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        ns = (1 << 62) if left is None else int(left * 1e9)
+        done = self.queue.wait_serial(self.queue.serial, ns) and drained
         self.collect()
         # The private timeline is signalled before the caller's semaphores: released ones the
         # same submissions signal are destroyed once that lands (SemaphoreResource.idle), a

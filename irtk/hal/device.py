@@ -184,6 +184,12 @@ class Device(ABC):
             host_queue = self._host_queue
         host_queue.submit(HostQueueOp(wait, signal, work))
 
+    def _drain_host_queue(self, timeout: float | None = None) -> bool:
+        """Wait for the host queue operations submitted so far (wait_idle); True when done."""
+        with self._host_queue_lock:
+            host_queue = self._host_queue
+        return True if host_queue is None else host_queue.drain(timeout)
+
     def _shutdown_host_queue(self) -> None:
         """Drivers call this first when released: finish queued host work, stop its thread."""
         with self._host_queue_lock:

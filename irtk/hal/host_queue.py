@@ -53,7 +53,8 @@ class HostQueue:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[HostQueueOp | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[HostQueueOp | threading.Event | None] = \
+            queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -63,6 +64,17 @@ class HostQueue:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
         self._queue.put(op)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until everything submitted so far has run and been dropped (a barrier through
+        the queue); True when it has, False on timeout."""
+        with self._lock:
+            running = self._thread is not None and self._thread is not threading.current_thread()
+        if not running:
+            return True
+        barrier = threading.Event()
+        self._queue.put(barrier)
+        return barrier.wait(timeout)
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Finish what is queued (up to `timeout` seconds) and stop the thread."""
@@ -78,5 +90,8 @@ class HostQueue:
             op = self._queue.get()
             if op is None:
                 return
+            if isinstance(op, threading.Event):
+                op.set()  # drain(): every earlier operation has run and been dropped
+                continue
             op()
             del op  # do not hold its fences and buffers while waiting for the next

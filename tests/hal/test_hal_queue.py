@@ -126,3 +126,20 @@ def test_dealloca_releases_the_buffer_once_its_wait_is_reached(device):
     cb = device.create_command_buffer()
     with pytest.raises(RuntimeFailure, match="released"):
         cb.fill_buffer(BindingRef(buf, 0, 4), b"\x00")
+
+
+def test_wait_idle_waits_for_host_queue_operations(device, rng):
+    """A queue_read waiting on an unsignalled fence keeps the device busy; once the fence is
+    signalled wait_idle returns with the bytes copied."""
+    if not hasattr(device, "wait_idle"):
+        pytest.skip("the device has no wait_idle")
+    data = rng.integers(0, 256, 64, dtype=np.uint8).tobytes()
+    buf = device.allocator.allocate_with_data(data)
+    start, done = new_fence(device), new_fence(device)
+    out = bytearray(64)
+    device.queue_read(start, done, buf, 0, out, 64)
+    assert not device.wait_idle(0.2)
+    start.signal()
+    assert device.wait_idle(TIMEOUT)
+    assert bytes(out) == data
+    assert done.wait(0)
