@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from irtk.errors import (CompileError, DeviceError, Error, InputError, ParseError,
+from irtk.errors import (CompileError, CompileWarning, DeviceError, Error, InputError, ParseError,
                          RuntimeFailure, VerificationError)
 
 __version__ = "0.1.0"
@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 from irtk.runtime import Limits
 
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
-           "InputError", "RuntimeFailure", "Limits", "compile_file", "compile_str", "load"]
+           "InputError", "RuntimeFailure", "CompileWarning", "Limits", "compile_file",
+           "compile_str", "load"]
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Any) -> bytes:

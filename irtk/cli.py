@@ -9,10 +9,11 @@ import argparse
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
-from irtk.errors import Error, InputError, VerificationError
+from irtk.errors import CompileWarning, Error, InputError, VerificationError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
                         "dispatch, stream, vm, or all")
     c.add_argument("--dump-spirv", metavar="DIR",
                    help="write each shader's SPIR-V binary (.spv) and disassembly (.spvasm)")
+    c.add_argument("--partial", action="store_true",
+                   help="keep a function that fails to compile as a stub that fails when "
+                        "called, instead of failing the compile (its errors are printed)")
     c.set_defaults(handler=_cmd_compile)
 
     r = sub.add_parser("run", help="run an exported function of a module")
@@ -186,12 +190,19 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from irtk.compiler import driver
     options: driver.CompileOptions = {"vulkan_target": args.vulkan_target,
                                       "dump_after": args.dump_after,
-                                      "dump_spirv": args.dump_spirv}
-    if args.input == "-":
-        data = driver.compile_str(sys.stdin.read(), target=args.target, filename="<stdin>",
-                                  **options)
-    else:
-        data = driver.compile_file(args.input, target=args.target, **options)
+                                      "dump_spirv": args.dump_spirv,
+                                      "partial": args.partial}
+    with warnings.catch_warnings(record=True) as left_out:
+        warnings.simplefilter("always", CompileWarning)
+        if args.input == "-":
+            data = driver.compile_str(sys.stdin.read(), target=args.target,
+                                      filename="<stdin>", **options)
+        else:
+            data = driver.compile_file(args.input, target=args.target, **options)
+    for w in left_out:
+        if issubclass(w.category, CompileWarning):
+            print(f"{w.message}\n(kept as a stub that fails when called: --partial)",
+                  file=sys.stderr)
     if args.output == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

@@ -17,6 +17,11 @@ class CompileError(Error):
     """A well-formed program that irtk cannot compile (unsupported op, type or shape)."""
 
 
+class CompileWarning(UserWarning):
+    """A function left out of a partial module (`compile_str(..., partial=True)`) as a stub
+    that fails when called; the message is its compile error."""
+
+
 class VerificationError(Error):
     """A module file that fails loading or verification (names function and bytecode offset)."""
 

@@ -44,6 +44,7 @@ def form_dispatches(program: tir.Program) -> tir.Program:
             _FunctionFormer(f, names).region(f.body)
         except CompileError as e:
             program.unsupported[f.name] = str(e)
+            program.failed[f.name] = f
             program.functions.remove(f)
     return program
 

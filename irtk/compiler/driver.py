@@ -13,14 +13,16 @@ cause surface as `irtk.Error` subclasses.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypedDict, Unpack
 
 from irtk.compiler import dispatch, stream, target_backends, tir
 from irtk.compiler.target_backends import TargetBackend
 from irtk.compiler.tir_printer import print_program
-from irtk.compiler.vm_codegen import ExecutableVariant, generate_module, program_kernels
-from irtk.errors import CompileError, Error, InputError
+from irtk.compiler.vm_codegen import (ExecutableVariant, generate_module, in_function,
+                                      program_kernels)
+from irtk.errors import CompileError, CompileWarning, Error, InputError
 
 PHASES = ("import", "dispatch", "stream", "vm")
 
@@ -33,6 +35,7 @@ class CompileOptions(TypedDict, total=False):
     dump_after: str | Sequence[str] | None
     dump: Callable[[str], None] | None
     dump_spirv: str | None
+    partial: bool
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Unpack[CompileOptions]
@@ -73,22 +76,25 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 vulkan_target: str = "default", module_name: str | None = None,
                 dump_after: str | Sequence[str] | None = None,
                 dump: Callable[[str], None] | None = None,
-                dump_spirv: str | None = None) -> bytes:
+                dump_spirv: str | None = None, partial: bool = False) -> bytes:
+    """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
+    such functions' messages); with `partial=True` it becomes a stub with its signature that
+    fails when called, and the rest of the module is kept (`irtk check` runs files so)."""
     program = import_program(text, filename)
     name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
                            else "module")
     return compile_program(program, target=target, vulkan_target=vulkan_target,
                            module_name=name, dump_after=dump_after, dump=dump,
-                           dump_spirv=dump_spirv)
+                           dump_spirv=dump_spirv, partial=partial)
 
 
 def compile_program(program: tir.Program, target: str = "vulkan-spirv",
                     vulkan_target: str = "default", module_name: str = "module",
                     dump_after: str | Sequence[str] | None = None,
                     dump: Callable[[str], None] | None = None,
-                    dump_spirv: str | None = None) -> bytes:
+                    dump_spirv: str | None = None, partial: bool = False) -> bytes:
     """TIR (as the importer produces it, or built by hand) -> module bytes. Rewrites
-    `program` in place."""
+    `program` in place. `partial` as for `compile_str`."""
     targets = target_backends.select(target, {"vulkan_target": vulkan_target})
     phases = parse_dump_phases(dump_after)
     emit = dump or (lambda text: print(text, end="", file=sys.stdout))
@@ -103,9 +109,12 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
     plans = stream.plan_program(program)
     show("stream", print_program(program, plans))
     variants = _executables(program, targets, dump_spirv)
-    if not program.functions:
-        raise CompileError("\n".join(program.unsupported.values()))
-    data = generate_module(program, plans, variants, module_name)
+    failures = [in_function(message, name) for name, message in program.unsupported.items()]
+    if failures and (not partial or not program.functions):
+        raise CompileError("\n".join(failures))
+    for message in failures:
+        warnings.warn(CompileWarning(message), stacklevel=3)
+    data = generate_module(program, plans, variants, module_name, partial=partial)
     if "vm" in phases:
         from irtk.vm.disassembler import disassemble_module
         show("vm", disassemble_module(data, rodata_limit=64))
@@ -129,6 +138,7 @@ def _executables(program: tir.Program, targets: list[tuple[TargetBackend, Any]],
             if ": error: " not in text:
                 text = f"{f.location}: error: {text}"
             program.unsupported[f.name] = text
+            program.failed[f.name] = f
             program.functions.remove(f)
     kernels = program_kernels(program)
     if not kernels:

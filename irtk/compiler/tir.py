@@ -170,6 +170,9 @@ class Program:
     # Functions the importer could not lower, by name: "file:line:col: error: ..." messages.
     # One unsupported function never takes the rest of the file down with it.
     unsupported: dict[str, str] = field(default_factory=dict)
+    # The signatures of functions in `unsupported`, where known (their bodies may be empty):
+    # a partial module's stub keeps the real signature, so a call says what went wrong.
+    failed: dict[str, Function] = field(default_factory=dict)
 
     def function(self, name: str) -> Function:
         for f in self.functions:

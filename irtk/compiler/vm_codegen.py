@@ -9,6 +9,7 @@ fails at run time with the located message, so the rest of the file still works.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ from irtk.compiler.host import FunctionGen, cconv
 from irtk.compiler.host_buffers import element_type_code
 from irtk.compiler.module_context import Launch
 from irtk.compiler.stream import StreamPlan
-from irtk.errors import CompileError
+from irtk.errors import CompileError, CompileWarning
 from irtk.hal import numerics
 from irtk.hal.buffer_view import DENSE_ROW_MAJOR
 from irtk.modules import hal_types
@@ -64,8 +65,9 @@ class ModuleGen:
     and `__init`."""
 
     def __init__(self, program: tir.Program, plans: dict[str, StreamPlan],
-                 variants: list[ExecutableVariant], name: str) -> None:
+                 variants: list[ExecutableVariant], name: str, partial: bool = False) -> None:
         self.program = program
+        self.partial = partial
         self.plans = plans
         self.variants = variants
         self.w = ModuleWriter(name)
@@ -203,20 +205,30 @@ class ModuleGen:
             self.functions[f.name] = (self.w.declare_function(
                 f.name, cconv([a.type for a in f.args], f.result_types)), f)
         for name in self.program.unsupported:
-            self.functions[name] = (self.w.declare_function(name, "0v_v"), None)
+            failed = self.program.failed.get(name)
+            convention = "0v_v" if failed is None else \
+                cconv([a.type for a in failed.args], failed.result_types)
+            self.functions[name] = (self.w.declare_function(name, convention), failed)
         for f in functions:
             ordinal = self.functions[f.name][0]
             try:
                 builder = FunctionGen(self, f, self.plans[f.name]).generate()
             except CompileError as e:
+                message = in_function(str(e), f.name)
+                if not self.partial:
+                    raise CompileError(message) from None
+                warnings.warn(CompileWarning(message), stacklevel=2)
                 builder = failing_function(self, str(e))
             self.w.define_function(ordinal, builder)
             if f.public:
                 self.w.add_export(f.name, ordinal, reflection(f))
         for name, message in self.program.unsupported.items():
-            ordinal = self.functions[name][0]
+            ordinal, failed = self.functions[name]
             self.w.define_function(ordinal, failing_function(self, message))
-            self.w.add_export(name, ordinal, {"abi.args": "", "abi.results": ""})
+            if failed is None:
+                self.w.add_export(name, ordinal, {"abi.args": "", "abi.results": ""})
+            elif failed.public:
+                self.w.add_export(name, ordinal, reflection(failed))
         # __init last: it uploads the constants the functions above turned out to use.
         self.w.set_init_function(self.w.add_function("__init", "0v_v", self.init_function()))
         return self.w.to_bytes()
@@ -332,6 +344,13 @@ class ModuleGen:
             b.emit(f"global.store.{r.bank}", global_, r)
 
 
+def in_function(message: str, name: str) -> str:
+    """A compile error with its function named on the first line (the one a source line and
+    caret may follow)."""
+    first, sep, rest = message.partition("\n")
+    return f"{first} (in function '{name}'){sep}{rest}"
+
+
 def failing_function(m: ModuleGen, message: str) -> FunctionBuilder:
     b = FunctionBuilder()
     status = Reg("i32", 0)
@@ -362,5 +381,7 @@ def tensor_bytes(value: np.ndarray, t: tir.TensorType, location: str) -> bytes:
 
 
 def generate_module(program: tir.Program, plans: dict[str, StreamPlan],
-                    variants: list[ExecutableVariant], name: str) -> bytes:
-    return ModuleGen(program, plans, variants, name).generate()
+                    variants: list[ExecutableVariant], name: str, partial: bool = False) -> bytes:
+    """The module; a function whose host code fails to generate is a CompileError, or with
+    `partial` a stub that fails when called."""
+    return ModuleGen(program, plans, variants, name, partial).generate()

@@ -110,6 +110,37 @@ def test_unsupported_op_is_named(tmp_path):
     assert_user_error(p, f"{src}:2:3: error: unsupported op 'bufferization.alloc_tensor'")
 
 
+PARTIAL = ("func.func @good(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+           "  return %a : tensor<4xf32>\n}\n"
+           "func.func @bad(%a: tensor<4xf32>, %b: tensor<2x3xi32>) -> tensor<4xf32> {\n"
+           "  %r = bufferization.alloc_tensor() : tensor<4xf32>\n"
+           "  return %r : tensor<4xf32>\n}\n")
+
+
+def test_a_function_that_does_not_compile_fails_the_compile(tmp_path):
+    src = tmp_path / "partial.mlir"
+    src.write_text(PARTIAL)
+    p = irtk("compile", str(src), "--target=cpu", "-o", str(tmp_path / "p.vmfb"))
+    assert_user_error(p, f"{src}:5:3: error: unsupported op 'bufferization.alloc_tensor' "
+                         "(in function 'bad')")
+    assert list(tmp_path.iterdir()) == [src]
+
+
+def test_partial_keeps_the_stub_with_its_real_signature(tmp_path):
+    src, out = tmp_path / "partial.mlir", tmp_path / "p.vmfb"
+    src.write_text(PARTIAL)
+    p = irtk("compile", str(src), "--target=cpu", "--partial", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "(in function 'bad')" in p.stderr and "--partial" in p.stderr
+    p = irtk("run", str(out), "--device=local-sync", "--function=good", "--input=4xf32=1 2 3 4")
+    assert p.returncode == 0 and "4xf32=1 2 3 4" in p.stdout, p.stderr
+    p = irtk("run", str(out), "--device=local-sync", "--function=bad", "--input=4xf32=1")
+    assert_user_error(p, "expected 2 arguments, got 1")
+    p = irtk("run", str(out), "--device=local-sync", "--function=bad", "--input=4xf32=1",
+             "--input=2x3xi32=0")
+    assert_user_error(p, f"{src}:5:3: error: unsupported op 'bufferization.alloc_tensor'")
+
+
 def test_missing_input_file(tmp_path):
     p = irtk("compile", str(tmp_path / "nope.mlir"), "-o", str(tmp_path / "x.vmfb"))
     assert_user_error(p, "cannot read")

@@ -127,11 +127,21 @@ def test_dynamic_arguments_check_rank_and_read_dims():
     assert calls(text, "hal.buffer_view.dim") == 2
 
 
-def test_unsupported_functions_fail_at_run_time_and_the_rest_works():
+def test_a_function_that_does_not_compile_is_a_compile_error_naming_it():
+    p = program(function("good", [T(4)], exp))
+    p.unsupported["bad"] = "test.mlir:7:3: error: unsupported op 'tensor.frobnicate'"
+    with pytest.raises(irtk.CompileError, match=r"^test.mlir:7:3: error: unsupported op "
+                                                r"'tensor.frobnicate' \(in function 'bad'\)$"):
+        compile_program(p, target="cpu")
+
+
+def test_partial_keeps_unsupported_functions_as_stubs_that_fail_at_run_time():
     good = function("good", [T(4)], exp)
     p = program(good)
     p.unsupported["bad"] = "test.mlir:7:3: error: unsupported op 'tensor.frobnicate'"
-    m = irtk.load(compile_program(p, target="cpu"), device="local-sync")
+    with pytest.warns(irtk.CompileWarning, match="in function 'bad'"):
+        data = compile_program(p, target="cpu", partial=True)
+    m = irtk.load(data, device="local-sync")
     x = np.linspace(-1, 1, 4).astype(np.float32)
     np.testing.assert_allclose(m.good(x), np.exp(x.astype(np.float64)), rtol=1e-6)
     with pytest.raises(irtk.RuntimeFailure, match="test.mlir:7:3: error: unsupported op "
@@ -144,8 +154,12 @@ def test_a_function_failing_in_host_lowering_fails_at_run_time():
         v = b.scalar("tensor.extract", [x, b.index(0)], S("f32"))
         return b.scalar("math.cbrt", [v], S("f32"))
     good = function("good", [T(4)], exp)
-    m = irtk.load(compile_program(program(function("bad", [T(4)], bad), good),
-                                  target="cpu"), device="local-sync")
+    p = program(function("bad", [T(4)], bad), good)
+    with pytest.raises(irtk.CompileError, match=r"math.cbrt.*\(in function 'bad'\)"):
+        compile_program(p, target="cpu")
+    p = program(function("bad", [T(4)], bad), good)
+    with pytest.warns(irtk.CompileWarning, match="math.cbrt"):
+        m = irtk.load(compile_program(p, target="cpu", partial=True), device="local-sync")
     with pytest.raises(irtk.RuntimeFailure, match=r"test.mlir:\d+:3: error: .*math.cbrt"):
         m.bad(np.ones(4, np.float32))
     assert m.good(np.zeros(4, np.float32)).tolist() == [1.0] * 4
@@ -253,7 +267,8 @@ def test_a_global_that_cannot_be_stored_fails_only_its_users():
         return build
     p = program(function("use_bad", [], uses("bad")), function("use_dyn", [], uses("dyn")),
                 globals=[bad, dyn])
-    m = irtk.load(compile_program(p, target="cpu"), device="local-sync")
+    with pytest.warns(irtk.CompileWarning, match="global '@bad'"):
+        m = irtk.load(compile_program(p, target="cpu", partial=True), device="local-sync")
     np.testing.assert_array_equal(m.use_dyn(), np.arange(6).reshape(3, 2))
     with pytest.raises(irtk.RuntimeFailure, match="global '@bad' has a dynamic shape and no "
                                                   "initial value"):

@@ -134,6 +134,18 @@ class FunctionImporter:
             for op in block.ops:
                 self.op(op)
         self.region_stack.pop()
+        return self._function(args, result_types, region)
+
+    def signature(self) -> tir.Function:
+        """The function with its arguments, results and visibility but no body: what a stub
+        for a function that failed to import keeps."""
+        args = [tir.Value(convert_type(a.type, self.fn)) for a in self.fn.body.blocks[0].args]
+        result_types = [convert_type(t, self.fn) for t in self.fn.function_type.outputs.data]
+        return self._function(args, result_types, tir.Region(args))
+
+    def _function(self, args: list[tir.Value], result_types: list[tir.Type],
+                  region: tir.Region) -> tir.Function:
+        fn = self.fn
         visibility = fn.sym_visibility.data if fn.sym_visibility is not None else "public"
         return tir.Function(fn.sym_name.data, args, result_types, region,
                             public=visibility == "public", location=self.loc(fn))
@@ -378,6 +390,7 @@ class ProgramImporter:
                     program.functions.append(FunctionImporter(self, op).run())
                 except Unsupported as e:
                     program.unsupported[op.sym_name.data] = self.source_map.error(e.op or op, str(e))
+                    self._record_signature(program, op)
                 except Exception as e:  # noqa: BLE001 - a bug must not take the file down
                     program.unsupported[op.sym_name.data] = self.source_map.error(
                         op, f"internal error importing this function: {type(e).__name__}: {e}")
@@ -386,6 +399,14 @@ class ProgramImporter:
             else:
                 raise Unsupported(f"unsupported top-level op '{op.name}'", op)
         return program
+
+    def _record_signature(self, program: tir.Program, op: func.FuncOp) -> None:
+        """Keep a failed function's signature for its stub; a type that does not convert
+        leaves the stub without one."""
+        try:
+            program.failed[op.sym_name.data] = FunctionImporter(self, op).signature()
+        except Unsupported:
+            pass
 
     def global_(self, op: util.GlobalOp) -> tir.Global:
         t = convert_type(op.type, op)
