@@ -244,8 +244,7 @@ class ModuleGen:
         self.record_segments(fg)
         b.emit("return", [])
         fg.terminated = True
-        b.set_register_counts(**fg.counts)
-        return b
+        return b.allocate([], "__init")
 
     def select_variant(self, fg: FunctionGen, dev: Reg, ready: Label, fail: Label) -> None:
         b = fg.b
