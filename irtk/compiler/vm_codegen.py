@@ -204,15 +204,19 @@ class ModuleGen:
                 f.name, cconv([a.type for a in f.args], f.result_types)), f)
         for name in self.program.unsupported:
             self.functions[name] = (self.w.declare_function(name, "0v_v"), None)
+        failed: list[str] = []
         for f in functions:
             ordinal = self.functions[f.name][0]
             try:
                 builder = FunctionGen(self, f, self.plans[f.name]).generate()
             except CompileError as e:
+                failed.append(str(e))
                 builder = failing_function(self, str(e))
             self.w.define_function(ordinal, builder)
             if f.public:
                 self.w.add_export(f.name, ordinal, reflection(f))
+        if len(failed) == len(functions):   # as driver.py: a file where nothing compiles
+            raise CompileError("\n".join(list(self.program.unsupported.values()) + failed))
         for name, message in self.program.unsupported.items():
             ordinal = self.functions[name][0]
             self.w.define_function(ordinal, failing_function(self, message))
