@@ -169,23 +169,43 @@ def clone(node: Node, memo: dict[int, Node], inputs: dict[int, Input], to_new: A
     """`node` rebuilt in another loop nest: inputs remapped, linalg.index through `to_new`
     (old loop index j = row j of `to_new` over the new loop indices), and the reads of input
     `replaced[0]`, if given, replaced by node `replaced[1]`. A fused body never reads an
-    output's current value."""
-    if replaced is not None and node.name == "input" and node.ref is replaced[0]:
-        return replaced[1]
-    if id(node) in memo:
-        return memo[id(node)]
-    assert node.name != "output", "a fused body reads an output"
-    if node.name == "input":
-        new = Node("input", [], node.type, ref=inputs[id(node.ref)])
-    elif node.name == "linalg.index":
-        new = index_expr(to_new.rows[node.int_value], node.type)
-    else:
-        args = [clone(a, memo, inputs, to_new, replaced) for a in node.args]
-        ref = inputs[id(node.ref)] if node.name == "tensor.extract" else node.ref
-        new = Node(node.name, args, node.type, ref, node.predicate, node.int_value,
-                   node.float_value)
-    memo[id(node)] = new
-    return new
+    output's current value. Iterative: a body may be a chain thousands of ops deep."""
+    def leaf(n: Node) -> Node | None:
+        """The clone of `n` when it needs no clones of its args."""
+        if replaced is not None and n.name == "input" and n.ref is replaced[0]:
+            return replaced[1]
+        if id(n) in memo:
+            return memo[id(n)]
+        assert n.name != "output", "a fused body reads an output"
+        if n.name == "input":
+            new = Node("input", [], n.type, ref=inputs[id(n.ref)])
+        elif n.name == "linalg.index":
+            new = index_expr(to_new.rows[n.int_value], n.type)
+        else:
+            return None
+        memo[id(n)] = new
+        return new
+
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    done: dict[int, Node] = {}   # clones of replaced inputs and leaves, by original id
+    while stack:
+        n, args_ready = stack.pop()
+        if not args_ready:
+            new = leaf(n)
+            if new is not None:
+                done[id(n)] = new
+                continue
+            stack.append((n, True))
+            stack.extend((a, False) for a in reversed(n.args)
+                         if id(a) not in memo and id(a) not in done)
+            continue
+        if id(n) in memo:
+            continue
+        args = [done[id(a)] if id(a) in done else memo[id(a)] for a in n.args]
+        ref = inputs[id(n.ref)] if n.name == "tensor.extract" else n.ref
+        memo[id(n)] = done[id(n)] = Node(n.name, args, n.type, ref, n.predicate, n.int_value,
+                                         n.float_value)
+    return done[id(node)] if id(node) in done else memo[id(node)]
 
 
 def index_expr(row: tuple[int, ...], ty: str) -> Node:

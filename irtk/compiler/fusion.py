@@ -23,6 +23,15 @@ from irtk.compiler.kernel import AffineMap
 # A reduction recomputes a fused producer at every step: at most this many body ops (a cast,
 # a scale) are worth it.
 MAX_OPS_INTO_REDUCTION = 2
+# A dispatch's body grows by what fuses into it; past this many body ops fusion stops and the
+# chain continues in a new dispatch. Fusing costs time in the size of the body, so an unbounded
+# chain of N elementwise ops would cost N^2; shader compilers also slow down on huge bodies.
+MAX_FUSED_OPS = 64
+
+
+def body_ops(c: Cluster) -> int:
+    """How many body ops (not input or output reads) cluster `c` computes."""
+    return sum(1 for n in c.nodes() if n.name not in ("input", "output"))
 
 
 # -- producer fusion ---------------------------------------------------------------------------
@@ -30,19 +39,13 @@ MAX_OPS_INTO_REDUCTION = 2
 def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Cluster],
                    uses: dict[int, int]) -> None:
     """Inline into `c` every producer cluster it alone reads, until none is left."""
+    size = body_ops(c)
     changed = True
     while changed:
         changed = False
         for inp in list(c.inputs):
             p = producer_of.get(inp.value.id)
             if p is None or p is c or inp.map is None:
-                continue
-            inverse = _producer_inverse(p)
-            if inverse is None:
-                continue
-            if not c.is_elementwise and sum(
-                    1 for n in p.nodes()
-                    if n.name not in ("input", "output")) > MAX_OPS_INTO_REDUCTION:
                 continue
             reads = sum(1 for i in c.inputs if i.value is inp.value)
             if uses.get(inp.value.id, 0) != reads:
@@ -52,10 +55,19 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
                        if i.value is inp.value and i.map is not None]
             if len(targets) != reads:
                 continue
+            inverse = _producer_inverse(p)
+            if inverse is None:
+                continue
+            p_size = body_ops(p)
+            if not c.is_elementwise and p_size > MAX_OPS_INTO_REDUCTION:
+                continue
+            if size + p_size * len(targets) > MAX_FUSED_OPS:
+                continue
             if not _keeps_dynamic_extents(c, inp.value, p, inverse, targets):
                 continue
             for target, target_map in targets:
                 _inline_producer(c, target, compose(inverse, target_map), p)
+            size += p_size * len(targets)
             order.remove(p)
             changed = True
             break
@@ -113,6 +125,8 @@ def fuse_into_producer(c: Cluster, producer_of: dict[int, Cluster], order: list[
     if len(roots) != 1:
         return
     (r,) = roots.values()
+    if body_ops(r) + body_ops(c) > MAX_FUSED_OPS:
+        return
     target = [i for i, p in sources if p is r]
     if len(target) != 1:
         return

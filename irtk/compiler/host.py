@@ -63,8 +63,9 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         if not self.terminated:
             self.sync()
             self.b.emit("return", [])
-        self.b.set_register_counts(**self.counts)
-        return self.b
+        arg_banks = ["ref" if isinstance(a.type, tir.TensorType)
+                     else SCALAR_TYPES[a.type.name].vm_bank for a in self.f.args]
+        return self.b.allocate(arg_banks, self.f.location or f"@{self.f.name}")
 
     def argument(self, i: int, a: tir.Value, view: Reg) -> TensorVal:
         t = a.tensor_type

@@ -13,7 +13,8 @@ from irtk.body_ops import Backend
 from irtk.compiler import tir
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
-from irtk.vm.writer import FunctionBuilder, Reg
+from irtk.compiler.regalloc import VirtualBuilder
+from irtk.vm.writer import Reg
 
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.divsi": "div.s", "arith.divui": "div.u", "arith.remsi": "rem.s",
@@ -54,7 +55,7 @@ class HostOp:
     """What a lowering gets: the op, its operand registers, the result register (already
     allocated in the result's bank) and the types, with the builder to emit into."""
 
-    b: FunctionBuilder
+    b: VirtualBuilder
     new: Callable[[str], Reg]
     op: tir.Op
     args: list[Reg]
@@ -77,7 +78,7 @@ Lowering = Callable[[HostOp], Reg]
 HOST_OPS: Backend[Lowering] = Backend("vm")
 
 
-def lower(b: FunctionBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[Reg],
+def lower(b: VirtualBuilder, new: Callable[[str], Reg], op: tir.Op, args: list[Reg],
           error: Callable[[str], CompileError]) -> Reg:
     """Emit `op` over registers `args`; returns the result register."""
     out_t = type_name(op.result.type)
@@ -197,7 +198,7 @@ HOST_OPS.register(("arith.extf", "arith.truncf"), _bank_move("cast"))
 HOST_OPS.register("arith.bitcast", _bank_move("bitcast"))
 
 
-def _rounded_division(b: FunctionBuilder, new: Callable[[str], Reg], k: str, bank: str,
+def _rounded_division(b: VirtualBuilder, new: Callable[[str], Reg], k: str, bank: str,
                       a: Reg, d: Reg, q: Reg) -> Reg:
     """ceil/floor division from the truncating one: adjust the quotient by one when the
     remainder is nonzero and (ceil) has the divisor's sign / (floor) has the other sign."""
@@ -235,7 +236,7 @@ def _narrow_int(t: str) -> bool:
     return SCALAR_TYPES[t].is_int and SCALAR_TYPES[t].bits < 32
 
 
-def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
+def _zero_extend(b: VirtualBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> None:
     bits = SCALAR_TYPES[t].bits
     if bits in (1, 8, 16):      # the VM keeps the low 8 or 16 bits (an i1 is 0/1: its byte)
         b.emit(f"trunc.i32.i{max(bits, 8)}", r, r)
@@ -245,7 +246,7 @@ def _zero_extend(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) 
     b.emit("and.i32", r, r, mask)
 
 
-def narrow(b: FunctionBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
+def narrow(b: VirtualBuilder, new: Callable[[str], Reg], r: Reg, t: str) -> Reg:
     """Keep narrow integers in their canonical form (i1: 0/1, i2/i4/i8/i16 sign-extended)."""
     if t not in SCALAR_TYPES or not _narrow_int(t):
         return r

@@ -1,6 +1,7 @@
 """The VM function under construction, and what every host lowering emits with it.
 
-`HostFunction` holds one function's builder, its registers (allocated per bank, in order),
+`HostFunction` holds one function's builder, its registers (virtual: a fresh one per value, per
+bank; regalloc.py maps them onto the VM's register file when the function is done),
 the constants of the current block (reused within it: constants of one block do not dominate
 another), the values of the TIR function (a tensor as a `TensorVal`, a scalar as a register in
 the bank of its type) and the calls into imports that every lowering makes. The host_*.py
@@ -15,7 +16,8 @@ from irtk.compiler.stream import StreamPlan
 from irtk.errors import CompileError
 from irtk.types import SCALAR_TYPES
 from irtk.vm import isa
-from irtk.vm.writer import FunctionBuilder, Label, Reg
+from irtk.compiler.regalloc import VirtualBuilder
+from irtk.vm.writer import Label, Reg
 
 INVALID_ARGUMENT = 3   # IREE's status code for a failed argument or shape check
 
@@ -25,7 +27,7 @@ class HostFunction:
         self.m = module
         self.f = function
         self.plan = plan
-        self.b = FunctionBuilder()
+        self.b = VirtualBuilder()   # virtual registers; regalloc assigns the VM's
         self.counts = dict.fromkeys(isa.BANKS, 0)
         self.consts: dict[tuple[str, object], Reg] = {}
         self.values: dict[int, TensorVal | Reg] = {}

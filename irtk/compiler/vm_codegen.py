@@ -209,6 +209,7 @@ class ModuleGen:
             convention = "0v_v" if failed is None else \
                 cconv([a.type for a in failed.args], failed.result_types)
             self.functions[name] = (self.w.declare_function(name, convention), failed)
+        failures: list[str] = []
         for f in functions:
             ordinal = self.functions[f.name][0]
             try:
@@ -218,10 +219,14 @@ class ModuleGen:
                 if not self.partial:
                     raise CompileError(message) from None
                 warnings.warn(CompileWarning(message), stacklevel=2)
+                failures.append(message)
                 builder = failing_function(self, str(e))
             self.w.define_function(ordinal, builder)
             if f.public:
                 self.w.add_export(f.name, ordinal, reflection(f))
+        if functions and len(failures) == len(functions):  # as driver.py: nothing compiles
+            raise CompileError("\n".join([in_function(m, n) for n, m in
+                                          self.program.unsupported.items()] + failures))
         for name, message in self.program.unsupported.items():
             ordinal, failed = self.functions[name]
             self.w.define_function(ordinal, failing_function(self, message))
@@ -256,8 +261,7 @@ class ModuleGen:
         self.record_segments(fg)
         b.emit("return", [])
         fg.terminated = True
-        b.set_register_counts(**fg.counts)
-        return b
+        return b.allocate([], "__init")
 
     def select_variant(self, fg: FunctionGen, dev: Reg, ready: Label, fail: Label) -> None:
         b = fg.b

@@ -41,10 +41,22 @@ def element_type_name(t: Attribute, op: Operation | None = None) -> str:
     return name
 
 
+# Sizes, shapes and byte offsets are 64-bit signed on the host (VM i64 registers): a static
+# tensor whose element count or byte size does not fit cannot be addressed.
+MAX_TENSOR_SIZE = (1 << 63) - 1
+
+
 def convert_type(t: Attribute, op: Operation | None = None) -> tir.Type:
     if isinstance(t, TensorType):
         shape = tuple(None if d < 0 else int(d) for d in t.get_shape())
-        return tir.TensorType(shape, element_type_name(t.element_type, op))
+        element_type = element_type_name(t.element_type, op)
+        static = [d for d in shape if d is not None]
+        count = int(np.prod(static, dtype=object)) if static else 1
+        bits = SCALAR_TYPES[element_type].bits if element_type != "index" else 64
+        if any(d > MAX_TENSOR_SIZE for d in static) or count * max(bits, 8) // 8 > MAX_TENSOR_SIZE:
+            raise Unsupported(f"tensor type {t} is too large: its size in bytes must fit in a "
+                              f"64-bit signed integer (at most 2^63 - 1)", op)
+        return tir.TensorType(shape, element_type)
     if isinstance(t, (IndexType, IntegerType)) or t.name in SCALAR_TYPES:
         return tir.ScalarType(element_type_name(t, op))
     raise Unsupported(f"type {t} is not supported (only tensors and scalars are)", op)

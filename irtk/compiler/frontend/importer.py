@@ -382,10 +382,13 @@ class ProgramImporter:
 
     def run(self) -> tir.Program:
         program = tir.Program([], filename=self.filename)
+        private: list[func.FuncOp] = []
         for op in self.module.ops:
             if isinstance(op, func.FuncOp):
                 if not op.body.blocks:
                     continue   # an external declaration
+                if op.sym_visibility is not None and op.sym_visibility.data != "public":
+                    private.append(op)
                 try:
                     program.functions.append(FunctionImporter(self, op).run())
                 except Unsupported as e:
@@ -398,6 +401,16 @@ class ProgramImporter:
                 program.globals.append(self.global_(op))
             else:
                 raise Unsupported(f"unsupported top-level op '{op.name}'", op)
+        if not program.unsupported and not any(f.public for f in program.functions):
+            # A module without exports could never be called: say so rather than write one.
+            if not private:
+                raise Unsupported("module has no function to compile: define a public "
+                                  "func.func with a body (it becomes the module's export)",
+                                  self.module)
+            names = ", ".join(f"@{f.sym_name.data}" for f in private)
+            raise Unsupported(f"module exports no function: {names} "
+                              f"{'is' if len(private) == 1 else 'are'} private; make the "
+                              "function to call public (drop 'private')", private[0])
         return program
 
     def _record_signature(self, program: tir.Program, op: func.FuncOp) -> None:
