@@ -5,14 +5,25 @@ compiler is imported lazily and `import irtk` stays light.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irtk.errors import (CompileError, CompileWarning, DeviceError, Error, InputError, ParseError,
                          RuntimeFailure, VerificationError)
 
 __version__ = "0.1.0"
 
-from irtk.runtime import Limits
+if TYPE_CHECKING:
+    from irtk.runtime import Limits
+
+
+def __getattr__(name: str) -> Any:
+    """`irtk.Limits` on first use: importing it would pull in the runtime (the HAL and the
+    native modules), and `import irtk.vm` must stay free of those."""
+    if name == "Limits":
+        from irtk.runtime import Limits
+        return Limits
+    raise AttributeError(f"module 'irtk' has no attribute '{name}'")
+
 
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
            "InputError", "RuntimeFailure", "CompileWarning", "Limits", "compile_file",
