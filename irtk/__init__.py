@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from irtk.runtime import Limits
+    from irtk.runtime.devices import DeviceDescription
 
 
 def __getattr__(name: str) -> Any:
@@ -27,7 +28,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
            "InputError", "RuntimeFailure", "CompileWarning", "Limits", "compile_file",
-           "compile_str", "load"]
+           "compile_str", "load", "devices"]
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Any) -> bytes:
@@ -51,3 +52,12 @@ def load(module: bytes | str, device: str | None = None, *,
     memory."""
     from irtk.runtime import load as _load
     return _load(module, device=device, limits=limits)
+
+
+def devices() -> list[DeviceDescription]:
+    """The devices irtk can use here, as `DeviceDescription`s: the `uri` to pass as `device=`,
+    name, driver, shader `features`, `limits`, and for a Vulkan device the `vulkan_target`
+    profile to compile for (`irtk.compile_str(..., vulkan_target=d.vulkan_target)`)."""
+    from irtk.compiler.targets import suited_profile
+    from irtk.runtime.devices import list_device_descriptions
+    return list_device_descriptions(suited_profile)

@@ -65,10 +65,12 @@ def _device_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME")
 
 
-def _vulkan_target_argument(parser: argparse.ArgumentParser) -> None:
+def _vulkan_target_argument(parser: argparse.ArgumentParser, default: str | None = "default",
+                            default_text: str = "default") -> None:
     from irtk.compiler.targets import VULKAN_PROFILES
-    parser.add_argument("--vulkan-target", default="default",
-                        help=f"Vulkan target profile: {', '.join(VULKAN_PROFILES)}")
+    parser.add_argument("--vulkan-target", default=default,
+                        help=f"Vulkan target profile: {', '.join(VULKAN_PROFILES)} "
+                             f"(default: {default_text})")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
 
     d = sub.add_parser("devices", help="list the drivers and devices irtk can use")
+    d.add_argument("--json", action="store_true",
+                   help="print a JSON list of device descriptions (as irtk.devices() gives)")
     d.set_defaults(handler=_cmd_devices)
 
     c = sub.add_parser("compile", help="compile an MLIR file into a .vmfb module")
@@ -146,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     _device_argument(ck)
     ck.add_argument("--target", default=None,
                     help=f"{' or '.join(targets)} (default: the one the device runs)")
-    _vulkan_target_argument(ck)
+    _vulkan_target_argument(ck, None, "the one that suits --device, as `irtk devices` says")
     ck.add_argument("--all", action="store_true",
                     help="also run functions that take arguments, on random inputs "
                     "(pass: they run without error)")
@@ -158,7 +162,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
+    from irtk.compiler.targets import suited_profile
     from irtk.hal import registry
+    if args.json:
+        import json
+
+        import irtk
+        print(json.dumps([d.to_dict() for d in irtk.devices()], indent=2))
+        return 0
     for name in registry.driver_names():
         try:
             infos = registry.get_driver(name).enumerate_devices()
@@ -182,7 +193,8 @@ def _cmd_devices(args: argparse.Namespace) -> int:
                   f"{info.shared_memory_bytes} bytes\n"
                   f"    16-bit float: {bits16}, 64-bit float: {bits64}, "
                   f"8/16/64-bit int: {'yes' if info.int8 else 'no'}/"
-                  f"{'yes' if info.int16 else 'no'}/{'yes' if info.int64 else 'no'}")
+                  f"{'yes' if info.int16 else 'no'}/{'yes' if info.int64 else 'no'}\n"
+                  f"    compile for it with: --vulkan-target={suited_profile(info)}")
     return 0
 
 
@@ -339,8 +351,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         device = registry.get_device(args.device)
         target = args.target or check_runner.default_target(args.device)
-        compiled = check_runner.compile_checks(args.input, target,
-                                               vulkan_target=args.vulkan_target)
+        vulkan_target = args.vulkan_target
+        if vulkan_target is None:
+            from irtk.compiler.targets import suited_profile
+            vulkan_target = suited_profile(device.info) if device.info.driver == "vulkan" \
+                else "default"
+        compiled = check_runner.compile_checks(args.input, target, vulkan_target=vulkan_target)
         names = [f.name for f in compiled.tests(include_args=True)]
         unknown = [n for n in args.function if n not in names]
         if unknown:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from irtk.errors import CompileError
 from irtk.hal.capabilities import ShaderCapabilities
+from irtk.hal.device import DeviceInfo
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,24 @@ def vulkan_profile(name: str) -> VulkanProfile:
     except KeyError:
         raise CompileError(f"unknown Vulkan target '{name}'; targets: "
                            f"{', '.join(VULKAN_PROFILES)}") from None
+
+
+def suited_profile(info: DeviceInfo) -> str:
+    """The `--vulkan-target` profile tuned for a Vulkan device: the first named profile whose
+    executables it runs as compiled (every feature, the same subgroup size, enough invocations,
+    shared memory, texel elements and Vulkan version) and whose kind (CPU or GPU) it is;
+    `default` when none is."""
+    api = tuple(int(p) for p in (info.api_version or "1.0").split(".")[:2])
+    is_cpu = info.extra.get("device_type") == "cpu"
+    texels = int(info.extra.get("maxTexelBufferElements", 0))
+    for name, p in VULKAN_PROFILES.items():
+        if name == "default" or p.missing_from(info) or p.cpu_device != is_cpu:
+            continue
+        if p.subgroup_size and p.subgroup_size != info.subgroup_size:
+            continue
+        if p.max_workgroup_invocations > info.max_workgroup_invocations or \
+                p.shared_memory_bytes > info.shared_memory_bytes or \
+                p.texel_window > texels or p.vulkan_version > api:
+            continue
+        return name
+    return "default"

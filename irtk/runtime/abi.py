@@ -122,13 +122,24 @@ def to_array(value: Any, expected: TensorType | None, where: str) -> np.ndarray:
         except ValueError:
             element_type = None
         if element_type is None or not expected.matches(array.shape, element_type):
-            raise InputError(f"{where}: expected {expected}, got {describe_array(array)}")
+            raise InputError(f"{where}: expected {expected}, got {describe_array(array)}"
+                             f"{_conversion_hint(array, expected)}")
     if array.flags.c_contiguous:
         return array
     # A strided or broadcast view is copied: refuse one whose copy the machine cannot hold.
     check_input_size(where, describe_array(array), array.size, array.size * array.itemsize)
     # not np.ascontiguousarray: it turns a rank-0 array into shape (1,)
     return array.copy(order="C")
+
+
+def _conversion_hint(array: np.ndarray, expected: TensorType) -> str:
+    """What to write when only the width differs (f64 for f32, i64 for i32): numpy arrays are
+    never converted implicitly (a float64 array passed as f32 would silently lose precision)."""
+    want = expected.element_type.numpy_dtype()
+    if array.dtype in (want, object) or not np.can_cast(array.dtype, want, "same_kind") or \
+            not expected.matches(array.shape, expected.element_type):
+        return ""
+    return f"; convert it with .astype(np.{want.name})"
 
 
 def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,

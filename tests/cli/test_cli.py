@@ -81,6 +81,53 @@ def test_devices_lists_cpu_drivers_and_vulkan_devices():
         assert "shared memory" in p.stdout and "16-bit float" in p.stdout
 
 
+def test_devices_json_describes_every_device(tmp_path):
+    import json
+    p = irtk("devices", "--json")
+    assert p.returncode == 0, p.stderr
+    described = json.loads(p.stdout)
+    assert [d["uri"] for d in described][:2] == ["local-sync", "local-task"]
+    assert len([d for d in described if d["driver"] == "vulkan"]) == len(vulkan_device_uris())
+    for d in described:
+        assert set(d) >= {"uri", "name", "driver", "features", "limits", "vulkan_target"}
+        assert d["limits"]["max_workgroup_invocations"] >= 1
+        assert (d["vulkan_target"] is None) == (d["driver"] != "vulkan")
+    text = irtk("devices").stdout
+    for d in described:
+        if d["vulkan_target"] is not None:
+            assert f"{d['uri']:<12} {d['name']}" in text
+            assert f"--vulkan-target={d['vulkan_target']}" in text
+
+
+F64_CHECK = """func.func @add_f64() {
+  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf64>
+  %b = arith.constant dense<[0.5, 0.25]> : tensor<2xf64>
+  %0 = tensor.empty() : tensor<2xf64>
+  %r = linalg.add ins(%a, %b : tensor<2xf64>, tensor<2xf64>) outs(%0 : tensor<2xf64>) -> tensor<2xf64>
+  check.expect_almost_eq_const(%r, dense<[1.5, 2.25]> : tensor<2xf64>) : tensor<2xf64>
+  return
+}
+"""
+
+
+def test_check_compiles_for_the_profile_of_its_device(tmp_path):
+    llvmpipe = [d for d in vulkan_device_uris() if "llvmpipe" in irtk_device_name(d)]
+    if not llvmpipe:
+        pytest.skip("no lavapipe device (64-bit floats)")
+    src = tmp_path / "f64.mlir"
+    src.write_text(F64_CHECK)
+    p = irtk("check", str(src), f"--device={llvmpipe[0]}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[PASS] add_f64" in p.stdout
+    p = irtk("check", str(src), f"--device={llvmpipe[0]}", "--vulkan-target=default")
+    assert p.returncode == 1 and "target profile 'default' lacks it" in p.stdout
+
+
+def irtk_device_name(uri: str) -> str:
+    from tests.conftest import device_info
+    return device_info(uri).name
+
+
 def test_dump_shows_the_module(both):
     p = irtk("dump", str(both))
     assert p.returncode == 0, p.stderr

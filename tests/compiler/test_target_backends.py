@@ -136,3 +136,28 @@ def test_a_code_generator_is_imported_only_for_its_target(target, loaded):
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == repr(loaded)
+
+
+def _vulkan_info(**fields):
+    from irtk.hal.device import DeviceInfo
+    extra = {"device_type": fields.pop("device_type"),
+             "maxTexelBufferElements": str(fields.pop("texels", 65536))}
+    return DeviceInfo(driver="vulkan", name="test", api_version="1.3.0", extra=extra, **fields)
+
+
+def test_suited_profile_matches_what_the_device_runs_as_compiled():
+    from irtk.compiler.targets import suited_profile
+    swiftshader = _vulkan_info(device_type="cpu", subgroup_size=4, max_workgroup_invocations=256)
+    lavapipe = _vulkan_info(device_type="cpu", subgroup_size=8, max_workgroup_invocations=1024,
+                            float16=True, float64=True, int8=True, int16=True, int64=True)
+    gpu = _vulkan_info(device_type="discrete-gpu", subgroup_size=32,
+                       max_workgroup_invocations=1024, float16=True, float64=True, int8=True,
+                       int16=True, int64=True)
+    assert suited_profile(swiftshader) == "swiftshader"
+    assert suited_profile(lavapipe) == "llvmpipe"
+    assert suited_profile(gpu) == "default"
+    # lavapipe without f64, or with another subgroup size: the llvmpipe profile would not run
+    assert suited_profile(_vulkan_info(device_type="cpu", subgroup_size=8,
+                                       max_workgroup_invocations=1024, float16=True)) == "default"
+    assert suited_profile(_vulkan_info(device_type="cpu", subgroup_size=4, texels=4096,
+                                       max_workgroup_invocations=256)) == "default"

@@ -187,3 +187,37 @@ def test_load_picks_a_device_that_runs_the_module():
     assert m.device.info.driver == "local-task"
     x = np.random.default_rng().standard_normal(4).astype(np.float32)
     np.testing.assert_allclose(m.f(x), 2 * x)
+
+
+DOUBLE = """func.func @main(%a: tensor<8xf32>) -> tensor<8xf32> {
+  %r = arith.addf %a, %a : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+"""
+
+
+def test_devices_describe_what_load_takes_and_the_profile_to_compile_for():
+    import irtk
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(8).astype(np.float32)
+    described = irtk.devices()
+    assert {"local-sync", "local-task"} <= {d.uri for d in described}
+    for d in described:
+        target = "vulkan-spirv" if d.driver == "vulkan" else "cpu"
+        assert (d.vulkan_target is not None) == (d.driver == "vulkan")
+        data = irtk.compile_str(DOUBLE, target=target, vulkan_target=d.vulkan_target or "default")
+        m = irtk.load(data, device=d.uri)
+        np.testing.assert_array_equal(m.main(x), 2 * x)
+        assert d.to_dict()["uri"] == d.uri
+
+
+def test_lists_and_scalars_convert_arrays_of_another_dtype_say_how():
+    import irtk
+    m = irtk.load(irtk.compile_str(DOUBLE, target="cpu"), device="local-sync")
+    values = np.random.default_rng(5).standard_normal(8)
+    np.testing.assert_array_equal(m.main(list(values)), 2 * values.astype(np.float32))
+    with pytest.raises(InputError, match=r"main: argument 0: expected 8xf32, got 8xf64 "
+                                         r"\(float64\); convert it with \.astype\(np\.float32\)"):
+        m.main(values)
+    with pytest.raises(InputError, match=r"got 7xf64 \(float64\)$"):
+        m.main(values[:7])
