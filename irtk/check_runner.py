@@ -26,6 +26,7 @@ import numpy as np
 
 from irtk import hal
 from irtk.errors import CompileWarning, Error, InputError
+from irtk.hal.capabilities import CAPABILITIES
 from irtk.modules.check import CheckModule
 
 PASS = "pass"
@@ -177,6 +178,8 @@ class CompiledFile:
     text: str = ""
     compile_options: dict[str, Any] = field(default_factory=dict)
     _per_function: dict[str, bytes | Exception] = field(default_factory=dict)
+    # Functions the (partial) module holds only as stubs: their compile errors, by name.
+    compile_failures: dict[str, str] = field(default_factory=dict)
 
     def tests(self, include_args: bool = False,
               only: Collection[str] | None = None) -> list[SourceFunction]:
@@ -222,10 +225,13 @@ def compile_checks(path: str | Path, target: str = "vulkan-spirv",
     compiled = CompiledFile(path, target, functions, text=text, compile_options=dict(options))
     try:
         # partial: a function that does not compile fails that test, not the file.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", CompileWarning)
+        with warnings.catch_warnings(record=True) as left_out:
+            warnings.simplefilter("always", CompileWarning)
             compiled.module = irtk.compile_str(text, target=target, filename=path,
                                                partial=True, **options)
+        for w in left_out:
+            if isinstance(w.message, CompileWarning) and w.message.function is not None:
+                compiled.compile_failures[w.message.function] = str(w.message)
     except Error as e:
         line = error_line(e)
         inside = line is not None and any(f.public and f.first_line <= line <= f.last_line
@@ -270,6 +276,9 @@ def describe(error: BaseException) -> str:
 _MISSING_FEATURE = re.compile(r"executable needs (\w+); device '([^']*)' has no ([^;]+? support)")
 
 
+_PROFILE_LACKS = re.compile(r"which needs [^(]*\((\w+)\); target profile '[^']*' lacks it")
+
+
 def missing_feature(error: Exception) -> str | None:
     """"device 'X' has no 16-bit float support (shaderFloat16)" when `error` is a device
     refusing code for lack of a feature, else None."""
@@ -304,7 +313,9 @@ def run_compiled(compiled: CompiledFile, device: str | hal.Device = "local-task"
             load_error = e
     results = []
     for f in compiled.tests(include_args, only):
-        if whole is not None:
+        if f.name in compiled.compile_failures:
+            result = _compile_failure(f.name, compiled.compile_failures[f.name], dev)
+        elif whole is not None:
             result = _call(whole[0], whole[1], f, rng)
         elif load_error is not None and not compiled.text:   # a module file: cannot narrow
             result = _load_failure(f.name, load_error)
@@ -321,13 +332,26 @@ def _run_alone(compiled: CompiledFile, f: SourceFunction, dev: hal.Device,
     from irtk import runtime
     module = compiled.function_module(f.name)
     if isinstance(module, Exception):
-        return CheckResult(f.name, FAIL, f"does not compile: {describe(module)}")
+        return _compile_failure(f.name, describe(module), dev)
     check = CheckModule()
     try:
         loaded = runtime.load(module, device=dev, native_modules=[check])
     except Exception as e:  # noqa: BLE001 - reported as this function's failure
         return _load_failure(f.name, e)
     return _call(loaded, check, f, rng)
+
+
+def _compile_failure(name: str, message: str, dev: hal.Device) -> CheckResult:
+    """FAIL "does not compile: ...", or SKIP when the code needs a feature that the target
+    profile lacks and so does the device (compiling for another profile would not help)."""
+    needed = _PROFILE_LACKS.search(message)
+    if needed is not None:
+        lacking = [c for c in CAPABILITIES
+                   if c.vulkan_feature == needed[1] and not getattr(dev.info, c.name)]
+        if lacking:
+            return CheckResult(name, SKIP, f"device '{dev.info.name}' has no "
+                                           f"{lacking[0].lacking} ({needed[1]})")
+    return CheckResult(name, FAIL, f"does not compile: {message}")
 
 
 def _load_failure(name: str, error: Exception) -> CheckResult:

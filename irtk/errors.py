@@ -19,7 +19,11 @@ class CompileError(Error):
 
 class CompileWarning(UserWarning):
     """A function left out of a partial module (`compile_str(..., partial=True)`) as a stub
-    that fails when called; the message is its compile error."""
+    that fails when called; the message is its compile error, `function` its name."""
+
+    def __init__(self, message: str, function: str | None = None) -> None:
+        super().__init__(message)
+        self.function = function
 
 
 class VerificationError(Error):

@@ -109,11 +109,12 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
     plans = stream.plan_program(program)
     show("stream", print_program(program, plans))
     variants = _executables(program, targets, dump_spirv)
-    failures = [in_function(message, name) for name, message in program.unsupported.items()]
+    failures = {name: in_function(message, name)
+                for name, message in program.unsupported.items()}
     if failures and (not partial or not program.functions):
-        raise CompileError("\n".join(failures))
-    for message in failures:
-        warnings.warn(CompileWarning(message), stacklevel=3)
+        raise CompileError("\n".join(failures.values()))
+    for name, message in failures.items():
+        warnings.warn(CompileWarning(message, name), stacklevel=3)
     data = generate_module(program, plans, variants, module_name, partial=partial)
     if "vm" in phases:
         from irtk.vm.disassembler import disassemble_module

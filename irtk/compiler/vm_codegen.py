@@ -218,7 +218,7 @@ class ModuleGen:
                 message = in_function(str(e), f.name)
                 if not self.partial:
                     raise CompileError(message) from None
-                warnings.warn(CompileWarning(message), stacklevel=2)
+                warnings.warn(CompileWarning(message, f.name), stacklevel=2)
                 failures.append(message)
                 builder = failing_function(self, str(e))
             self.w.define_function(ordinal, builder)

@@ -6,6 +6,7 @@ fails here, with the message the compiler put in its `fail` op.
 """
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Sequence
 
@@ -93,6 +94,20 @@ class ExportedFunction:
             raise VerificationError(
                 f"export '{name}': abi.args lists {len(self.arg_types)} types, its calling "
                 f"convention {self.signature.text} takes {len(banks)} arguments")
+        # inspect.signature(m.main) and help(m.main) show the arguments with their shapes and
+        # element types: a class per export, since help() documents an instance's class.
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY,
+                               annotation=str(t) if t else bank)
+             for i, (t, bank) in enumerate(zip(self.arg_types, banks))],
+            return_annotation=", ".join(str(t) for t in self.result_types) or "None")
+        doc = (f"Export '{name}' of module "
+               f"'{module.name}' on {module.device.info.name}: numpy arrays (or array-likes, "
+               f"scalars) of these shapes and element types in, numpy arrays out. "
+               f"`.async_call(...)` starts the call and returns a future.")
+        self.__class__ = type(name, (ExportedFunction,), {
+            "__doc__": doc, "__module__": __name__, "__signature__": self.__signature__})
+        self.__doc__ = doc
 
     def __call__(self, *args: Any) -> Any:
         return _python_results(self.module.context.call(self.name, self._vm_args(args)))

@@ -238,3 +238,50 @@ def test_result_lines_and_summary():
         "[PASS] a", "[FAIL] b: Expected x\nmore",
         "[SKIP] c: device 'D' has no 16-bit float support (shaderFloat16)"]
     assert check_runner.summary(results) == "1 passed, 1 failed, 1 skipped"
+
+
+UNSUPPORTED = """
+func.func @unsupported() {
+  %r = bufferization.alloc_tensor() : tensor<4xf32>
+  check.expect_almost_eq_const(%r, dense<1.0> : tensor<4xf32>) : tensor<4xf32>
+  return
+}
+"""
+
+F64 = """
+func.func @add_f64() {
+  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf64>
+  %0 = tensor.empty() : tensor<2xf64>
+  %r = linalg.add ins(%a, %a : tensor<2xf64>, tensor<2xf64>) outs(%0 : tensor<2xf64>) -> tensor<2xf64>
+  check.expect_almost_eq_const(%r, dense<[2.0, 4.0]> : tensor<2xf64>) : tensor<2xf64>
+  return
+}
+"""
+
+
+def test_a_function_left_out_of_the_partial_module_says_it_does_not_compile(tmp_path):
+    path = write(tmp_path, IOTA + UNSUPPORTED)
+    compiled = compile_checks(path, "cpu")
+    assert compiled.module is not None and compiled.file_error is None
+    assert set(compiled.compile_failures) == {"unsupported"}
+    results = run_compiled(compiled, "local-sync")
+    assert [(r.function, r.status) for r in results] == [("iota", PASS), ("unsupported", FAIL)]
+    assert results[1].message.startswith(f"does not compile: {path}:")
+    assert "unsupported op 'bufferization.alloc_tensor' (in function 'unsupported')" in \
+        results[1].message
+
+
+def test_f64_on_a_device_without_it_is_a_skip_that_names_the_feature(tmp_path):
+    from irtk.compiler.targets import suited_profile
+    from tests.conftest import device_info, vulkan_device_uris
+    for uri in vulkan_device_uris():
+        info = device_info(uri)
+        compiled = compile_checks(write(tmp_path, IOTA + F64), "vulkan-spirv",
+                                  vulkan_target=suited_profile(info))
+        results = run_compiled(compiled, uri)
+        if info.float64:
+            assert [r.status for r in results] == [PASS, PASS], results
+        else:
+            assert results[1] == CheckResult(
+                "add_f64", SKIP, f"device '{info.name}' has no 64-bit float support "
+                                 "(shaderFloat64)")

@@ -221,3 +221,14 @@ def test_lists_and_scalars_convert_arrays_of_another_dtype_say_how():
         m.main(values)
     with pytest.raises(InputError, match=r"got 7xf64 \(float64\)$"):
         m.main(values[:7])
+
+
+def test_help_shows_an_exports_arguments_with_shapes_and_element_types():
+    import inspect
+    import pydoc
+    import irtk
+    m = irtk.load(irtk.compile_str(DOUBLE, target="cpu"), device="local-sync")
+    assert str(inspect.signature(m.main)) == "(arg0: '8xf32', /) -> '8xf32'"
+    text = pydoc.render_doc(m.main, renderer=pydoc.plaintext)
+    assert "main(arg0: '8xf32', /) -> '8xf32'" in text
+    assert "Export 'main' of module" in text
