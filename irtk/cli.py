@@ -11,7 +11,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from irtk.errors import CompileWarning, Error, InputError, VerificationError
 
@@ -106,27 +106,27 @@ def _parser() -> argparse.ArgumentParser:
     c.set_defaults(handler=_cmd_compile)
 
     r = sub.add_parser("run", help="run an exported function of a module")
-    r.add_argument("module", nargs="?", help=".vmfb file (or --module=FILE)")
-    r.add_argument("--module", dest="module_option", metavar="FILE",
-                   help=".vmfb file, as iree-run-module takes it")
-    from irtk.hal import registry
-    r.add_argument("--device", default=None,
-                   help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME "
-                        "(default: one that runs the module's executables: local-task for "
-                        "CPU ones, else vulkan)")
-    r.add_argument("--function", default=None,
-                   help="exported function to call (default: the module's only export)")
-    r.add_argument("--input", action="append", default=[],
-                   help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8, 5, 2.5 or @x.npy "
-                        "(repeat per argument)")
+    _module_arguments(r)
     r.add_argument("--output", action="append", default=[],
                    help="where a result goes, one per result in order: - (print), @y.npy, "
                         "@y.bin (raw bytes), +y.npy (append)")
     r.add_argument("--print_max_element_count", type=int, default=1024, metavar="N",
                    help="print at most N elements of a tensor, then '...' (default 1024)")
-    r.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
-                   help="fail the load or the call if it runs longer (VM code and waits)")
     r.set_defaults(handler=_cmd_run)
+
+    b = sub.add_parser("benchmark", help="time an exported function with its inputs resident "
+                       "on the device (as iree-benchmark-module)")
+    _module_arguments(b)
+    b.add_argument("--benchmark_repetitions", type=int, default=5, metavar="N",
+                   help="repetitions to report the median, min and max of (default 5)")
+    b.add_argument("--benchmark_min_time", type=_min_time, default=0.1, metavar="SECONDS",
+                   help="each repetition calls the function for at least this long, e.g. 0.5 "
+                        "or 0.5s (default 0.1)")
+    b.add_argument("--warmup", type=int, default=1, metavar="N",
+                   help="untimed calls first (default 1)")
+    b.add_argument("--json", action="store_true",
+                   help="print one JSON object (median_ms, min_ms, max_ms, repetitions, ...)")
+    b.set_defaults(handler=_cmd_benchmark)
 
     du = sub.add_parser("dump", help="show what a module holds (VM code as vm-dis prints it)")
     du.add_argument("module", help=".vmfb file")
@@ -159,6 +159,33 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
     ck.set_defaults(handler=_cmd_check)
     return p
+
+
+def _module_arguments(p: argparse.ArgumentParser) -> None:
+    """What `run` and `benchmark` share: the module, device, function, inputs and timeout."""
+    p.add_argument("module", nargs="?", help=".vmfb file (or --module=FILE)")
+    p.add_argument("--module", dest="module_option", metavar="FILE",
+                   help=".vmfb file, as iree-run-module takes it")
+    from irtk.hal import registry
+    p.add_argument("--device", default=None,
+                   help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME "
+                        "(default: one that runs the module's executables: local-task for "
+                        "CPU ones, else vulkan)")
+    p.add_argument("--function", default=None,
+                   help="exported function to call (default: the module's only export)")
+    p.add_argument("--input", action="append", default=[],
+                   help="an argument, e.g. 4x2xf32=1,2,3,4,5,6,7,8, 5, 2.5 or @x.npy "
+                        "(repeat per argument)")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="fail the load or a call if it runs longer (VM code and waits)")
+
+
+def _min_time(text: str) -> float:
+    """--benchmark_min_time: seconds, with an optional 's' as Google benchmark writes it."""
+    return _seconds(text[:-1] if text.endswith("s") else text)
+
+
+_min_time.__name__ = "number of seconds"
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
@@ -250,7 +277,8 @@ def _seconds(text: str) -> float:
 _seconds.__name__ = "number of seconds"   # argparse: "invalid number of seconds value: '-1'"
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _load_for_run(args: argparse.Namespace) -> tuple[Any, str]:
+    """The loaded module and the function to call, for `run` and `benchmark`."""
     from irtk import runtime
     from irtk.runtime.module import default_device
     from irtk.vm import load_module
@@ -262,7 +290,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise VerificationError(f"{path}: {e}") from None
     module = runtime.load(bytecode, device=args.device or default_device(bytecode),
                           limits=Limits(seconds=args.timeout))
-    function = _run_function(args.function, module.function_names)
+    return module, _run_function(args.function, module.function_names)
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from irtk import runtime
+    module, function = _load_for_run(args)
+    inputs = [runtime.parse_input(text, where=f"--input {i}")
+              for i, text in enumerate(args.input)]
+    result = module[function].benchmark(*inputs, repetitions=args.benchmark_repetitions,
+                                        min_time=args.benchmark_min_time, warmup=args.warmup)
+    if args.json:
+        import json
+        print(json.dumps(result.to_dict()))
+    else:
+        print(f"BENCHMARK @{function} on {module.device.info.name}: inputs resident, "
+              f"{args.warmup} warm-up call(s), each repetition at least "
+              f"{args.benchmark_min_time:g} s")
+        print(result.table())
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from irtk import runtime
+    module, function = _load_for_run(args)
     exported = module[function]
     # Output arguments are checked before anything runs.
     for target in args.output:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from irtk import hal
 from irtk.errors import InputError, RuntimeFailure, VerificationError
@@ -19,6 +19,9 @@ from irtk.vm import Context, Invocation, NativeModule, VMBuffer, VMList, load_mo
 from irtk.vm.calling_convention import Signature
 from irtk.vm.module import BytecodeModule
 from irtk.vm.limits import Limits
+
+if TYPE_CHECKING:
+    from irtk.runtime.benchmark import BenchmarkResult
 
 ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
 # Ref arguments without an abi type that are handed to the VM unconverted.
@@ -117,6 +120,18 @@ class ExportedFunction:
         until it finishes or waits on a fence (`hal.fence.await`), so several calls can be in
         flight on one thread; `result()` drives them and returns what `__call__` would."""
         return AsyncCall(self.module.context.start(self.name, self._vm_args(args)))
+
+    def benchmark(self, *args: Any, repetitions: int = 5, min_time: float = 0.1,
+                  warmup: int = 1) -> "BenchmarkResult":
+        """Time calls with these arguments, uploaded once (irtk.runtime.benchmark): median,
+        min and max seconds per call over `repetitions` runs of at least `min_time` s each."""
+        from irtk.runtime.benchmark import benchmark
+        return benchmark(self, args, repetitions=repetitions, min_time=min_time, warmup=warmup)
+
+    def prepare(self, args: tuple[Any, ...] | list[Any]) -> list[Any]:
+        """The VM values a call passes for `args` (tensors as buffer views on the device):
+        what `benchmark` converts once and reuses."""
+        return self._vm_args(tuple(args))
 
     def _vm_args(self, args: tuple[Any, ...]) -> list[Any]:
         banks = self.signature.arg_banks()

@@ -368,3 +368,23 @@ def test_compile_writes_the_module_to_standard_output_with_dash(tmp_path):
     (tmp_path / "m.vmfb").write_bytes(p.stdout)
     assert irtk("run", str(tmp_path / "m.vmfb"), "--input=2x4xf32=1",
                 "--input=4xf32=1").returncode == 0
+
+
+def test_benchmark_prints_a_table_or_json(both):
+    import json
+    inputs = ["--input=2x4xf32=1,-2,3,-4,0.5,0,-0.5,2", "--input=4xf32=1 1 1 1"]
+    p = irtk("benchmark", str(both), "--device=local-sync", "--benchmark_repetitions=3",
+             "--benchmark_min_time=0.01s", "--json", *inputs)
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert result["repetitions"] == 3 and len(result["times_ms"]) == 3
+    assert all(n >= 1 for n in result["iterations"])
+    assert 0 < result["min_ms"] <= result["median_ms"] <= result["max_ms"]
+    p = irtk("benchmark", f"--module={both}", *inputs, "--benchmark_repetitions=2",
+             "--benchmark_min_time=0.01")
+    assert p.returncode == 0, p.stderr
+    assert "BENCHMARK @main" in p.stdout and "BM_main/repetition:2" in p.stdout
+    assert "BM_main_median" in p.stdout
+    assert_user_error(irtk("benchmark", str(both), inputs[0]), "expected 2 arguments, got 1")
+    assert_user_error(irtk("benchmark", str(both), *inputs, "--benchmark_repetitions=0"),
+                      "repetitions must be at least 1")

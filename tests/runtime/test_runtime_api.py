@@ -232,3 +232,17 @@ def test_help_shows_an_exports_arguments_with_shapes_and_element_types():
     text = pydoc.render_doc(m.main, renderer=pydoc.plaintext)
     assert "main(arg0: '8xf32', /) -> '8xf32'" in text
     assert "Export 'main' of module" in text
+
+
+def test_benchmark_times_calls_on_resident_inputs():
+    import irtk
+    for uri in ["local-task"] + [d.uri for d in irtk.devices() if d.driver == "vulkan"][:1]:
+        target = "cpu" if uri.startswith("local") else "vulkan-spirv"
+        m = irtk.load(irtk.compile_str(DOUBLE, target=target), device=uri)
+        x = np.random.default_rng(3).standard_normal(8).astype(np.float32)
+        (view,) = m.main.prepare([x])
+        assert isinstance(view, hal.BufferView)    # uploaded once, passed to every call
+        result = m.main.benchmark(x, repetitions=2, min_time=0.01, warmup=0)
+        assert len(result.times) == 2 and all(n >= 1 for n in result.iterations)
+        assert result.min_ms <= result.median_ms <= result.max_ms
+        assert result.to_dict()["repetitions"] == 2
