@@ -22,7 +22,7 @@ from irtk.compiler.target_backends import TargetBackend
 from irtk.compiler.tir_printer import print_program
 from irtk.compiler.vm_codegen import (ExecutableVariant, generate_module, in_function,
                                       program_kernels)
-from irtk.errors import CompileError, CompileWarning, Error, InputError
+from irtk.errors import CompileError, CompileWarning, Error, InputError, ParseError
 
 PHASES = ("import", "dispatch", "stream", "vm")
 
@@ -80,12 +80,26 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
     """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
     such functions' messages); with `partial=True` it becomes a stub with its signature that
     fails when called, and the rest of the module is kept (`irtk check` runs files so)."""
-    program = import_program(text, filename)
+    from irtk.compiler.frontend.source_map import quote_source
     name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
                            else "module")
-    return compile_program(program, target=target, vulkan_target=vulkan_target,
-                           module_name=name, dump_after=dump_after, dump=dump,
-                           dump_spirv=dump_spirv, partial=partial)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CompileWarning)
+            program = import_program(text, filename)
+            data = compile_program(program, target=target, vulkan_target=vulkan_target,
+                                   module_name=name, dump_after=dump_after, dump=dump,
+                                   dump_spirv=dump_spirv, partial=partial)
+    except (ParseError, CompileError) as e:
+        # Every located message shows its source line and a caret.
+        raise type(e)(quote_source(str(e), filename, text)) from None
+    for w in caught:
+        if isinstance(w.message, CompileWarning):
+            warnings.warn(CompileWarning(quote_source(str(w.message), filename, text),
+                                         w.message.function), stacklevel=2)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return data
 
 
 def compile_program(program: tir.Program, target: str = "vulkan-spirv",

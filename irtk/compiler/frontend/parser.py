@@ -215,6 +215,11 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     except ParseError:
         raise
     except XdslParseError as e:
+        undefined = _first_undefined_use(text, e.msg)
+        if undefined is not None:
+            line, col = source_map.line_col(undefined[1])
+            raise ParseError(f"{filename}:{line}:{col}: error: use of undefined value "
+                             f"'{undefined[0]}'") from None
         offset = _unregistered_op_offset(text, e.span.start, e.msg)
         line, col = source_map.line_col(offset)
         raise ParseError(f"{filename}:{line}:{col}: error: {_first_line(e.msg)}") from None
@@ -235,6 +240,18 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     except verifier.Invalid as e:
         raise ParseError(source_map.error(e.op, str(e))) from None
     return module, source_map
+
+
+def _first_undefined_use(text: str, message: str) -> tuple[str, int] | None:
+    """For xDSL's "values used but not defined: [%b, ...]" (reported at the end of the region):
+    the first such name and the offset of its first use (it has no definition, so its first
+    occurrence is a use)."""
+    m = re.match(r"values used but not defined: \[([^\],]+)", message)
+    if m is None:
+        return None
+    name = m.group(1).strip()
+    use = re.search(re.escape(name) + r"(?![\w$.\-])", text)
+    return (name, use.start()) if use is not None else None
 
 
 def _unregistered_op_offset(text: str, offset: int, message: str) -> int:

@@ -44,3 +44,33 @@ class SourceMap:
 
     def error(self, op: Operation | None, message: str) -> str:
         return f"{self.location(op)}: error: {message}"
+
+
+_LOCATED = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): error: ")
+_QUOTE_WIDTH = 160   # longer source lines are shown as a window around the column
+
+
+def quote_source(message: str, filename: str, text: str) -> str:
+    """`message` with the source line and a caret under the column after each of its
+    `filename:line:col: error:` lines, as MLIR tools print them."""
+    lines = text.split("\n")
+    out: list[str] = []
+    for message_line in message.split("\n"):
+        out.append(message_line)
+        m = _LOCATED.match(message_line)
+        if m is None or m["file"] != filename or not 1 <= int(m["line"]) <= len(lines):
+            continue
+        source, col = lines[int(m["line"]) - 1].rstrip("\r"), int(m["col"]) - 1
+        prefix = ""
+        if len(source) > _QUOTE_WIDTH:
+            start = max(0, min(col - _QUOTE_WIDTH // 2, len(source) - _QUOTE_WIDTH))
+            prefix = "..." if start else ""
+            suffix = "..." if start + _QUOTE_WIDTH < len(source) else ""
+            source, col = prefix + source[start:start + _QUOTE_WIDTH] + suffix, \
+                col - start + len(prefix)
+        if not source.strip():
+            continue
+        col = max(0, min(col, len(source)))
+        out.append(source)
+        out.append("".join("\t" if c == "\t" else " " for c in source[:col]) + "^")
+    return "\n".join(out)

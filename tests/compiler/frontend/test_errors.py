@@ -153,3 +153,42 @@ def test_ops_the_importer_cannot_lower_are_located(body, message):
     text = f"func.func @f(%a: tensor<0xf32>, %c: i1) -> tensor<0xf32> {{\n{body}\n}}\n"
     program = parse_program(text, "f.mlir")
     assert program.unsupported == {"f": f"f.mlir:{message}"}
+
+
+def test_an_undefined_value_is_reported_where_it_is_used():
+    text = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+            "  %r = arith.addf %a, %b : tensor<4xf32>\n"
+            "  return %r : tensor<4xf32>\n}\n")
+    with pytest.raises(ParseError, match=r"^bad.mlir:2:23: error: use of undefined value "
+                                         r"'%b'$"):
+        parse_mlir(text, "bad.mlir")
+
+
+def test_compile_errors_quote_the_source_line_with_a_caret():
+    import irtk
+    text = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+            "\t%r = arith.addf %a, %b : tensor<4xf32>\n"
+            "  return %r : tensor<4xf32>\n}\n")
+    with pytest.raises(ParseError) as e:
+        irtk.compile_str(text, target="cpu", filename="bad.mlir")
+    assert str(e.value).split("\n") == [
+        "bad.mlir:2:22: error: use of undefined value '%b'",
+        "\t%r = arith.addf %a, %b : tensor<4xf32>",
+        "\t                    ^"]
+    unsupported = ("func.func @main() -> tensor<4xf32> {\n"
+                   "  %r = bufferization.alloc_tensor() : tensor<4xf32>\n"
+                   "  return %r : tensor<4xf32>\n}\n")
+    with pytest.raises(irtk.CompileError) as e:
+        irtk.compile_str(unsupported, target="cpu", filename="op.mlir")
+    assert str(e.value).split("\n")[1:] == [
+        "  %r = bufferization.alloc_tensor() : tensor<4xf32>", "  ^"]
+
+
+def test_a_long_source_line_is_quoted_as_a_window_around_the_column():
+    from irtk.compiler.frontend.source_map import quote_source
+    source = "x" * 500 + "HERE" + "y" * 500
+    quoted = quote_source("f.mlir:1:501: error: here", "f.mlir", source).split("\n")
+    assert len(quoted) == 3 and len(quoted[1]) <= 170
+    assert quoted[1][len(quoted[2]) - 1:].startswith("HERE")
+    assert quote_source("g.mlir:1:1: error: elsewhere", "f.mlir", source) == \
+        "g.mlir:1:1: error: elsewhere"
