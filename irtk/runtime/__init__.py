@@ -11,9 +11,10 @@ from irtk.runtime.abi import TensorType
 from irtk.runtime.io import (check_output_target, format_output, format_results, parse_input,
                              write_output)
 from irtk.runtime.module import AsyncCall, ExportedFunction, LoadedModule, load, vm_context
+from irtk.runtime.device_array import DeviceArray
 from irtk.runtime.typed_array import TypedArray
 from irtk.vm.limits import Limits
 
 __all__ = ["load", "vm_context", "LoadedModule", "ExportedFunction", "AsyncCall", "TensorType",
            "parse_input", "format_output", "format_results", "check_output_target",
-           "write_output", "TypedArray", "Limits"]
+           "write_output", "TypedArray", "DeviceArray", "Limits"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from irtk import hal
 from irtk.errors import InputError
+from irtk.runtime.device_array import DeviceArray
 from irtk.runtime.typed_array import TypedArray, integer_range_error
 from irtk.vm.limits import format_bytes, host_memory_bytes
 
@@ -144,7 +145,10 @@ def _conversion_hint(array: np.ndarray, expected: TensorType) -> str:
 
 def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
                    where: str) -> hal.BufferView:
-    """A buffer view on `device` holding `value` (a BufferView is checked and passed through)."""
+    """A buffer view on `device` holding `value` (a BufferView, or a DeviceArray of this
+    device, is checked and passed through; a DeviceArray of another one is copied)."""
+    if isinstance(value, DeviceArray):
+        value = value.buffer_view if value.device is device else value.to_numpy()
     if isinstance(value, hal.BufferView):
         if expected is not None and not expected.matches(value.shape, value.element_type):
             raise InputError(f"{where}: expected {expected}, got {value.format_shape()}")

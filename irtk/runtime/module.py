@@ -6,8 +6,10 @@ fails here, with the message the compiler put in its `fail` op.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Sequence
 
 from irtk import hal
@@ -15,6 +17,7 @@ from irtk.errors import InputError, RuntimeFailure, VerificationError
 from irtk.hal import registry
 from irtk.modules.hal import HalModule
 from irtk.runtime import abi
+from irtk.runtime.device_array import DeviceArray
 from irtk.vm import Context, Invocation, NativeModule, VMBuffer, VMList, load_module
 from irtk.vm.calling_convention import Signature
 from irtk.vm.module import BytecodeModule
@@ -112,14 +115,19 @@ class ExportedFunction:
             "__doc__": doc, "__module__": __name__, "__signature__": self.__signature__})
         self.__doc__ = doc
 
-    def __call__(self, *args: Any) -> Any:
-        return _python_results(self.module.context.call(self.name, self._vm_args(args)))
+    def __call__(self, *args: Any, device_results: bool = False) -> Any:
+        """Call with numpy arrays (or array-likes, scalars, DeviceArrays); results come back
+        as numpy arrays, or with `device_results=True` as DeviceArrays left on the device."""
+        raw = self.module.context.call(self.name, self._vm_args(args))
+        return _python_results(raw, self.module.device if device_results else None)
 
-    def async_call(self, *args: Any) -> "AsyncCall":
+    def async_call(self, *args: Any, device_results: bool = False) -> "AsyncCall":
         """Start the call and return at once with an `AsyncCall` (a future): the call runs
         until it finishes or waits on a fence (`hal.fence.await`), so several calls can be in
-        flight on one thread; `result()` drives them and returns what `__call__` would."""
-        return AsyncCall(self.module.context.start(self.name, self._vm_args(args)))
+        flight on one thread; `result()` drives them and returns what `__call__` would, and
+        `await` works on it from asyncio."""
+        return AsyncCall(self.module.context.start(self.name, self._vm_args(args)),
+                         self.module.device if device_results else None)
 
     def benchmark(self, *args: Any, repetitions: int = 5, min_time: float = 0.1,
                   warmup: int = 1) -> "BenchmarkResult":
@@ -156,8 +164,10 @@ class ExportedFunction:
         return f"<irtk function {self.name}({args}) -> ({results})>"
 
 
-def _python_results(raw: list[Any]) -> Any:
-    results = [abi.from_vm(r) for r in raw]
+def _python_results(raw: list[Any], device: hal.Device | None = None) -> Any:
+    """Results as Python values; buffer views as DeviceArrays on `device` when one is given."""
+    results = [DeviceArray(r, device) if device is not None and isinstance(r, hal.BufferView)
+               else abi.from_vm(r) for r in raw]
     if not results:
         return None
     return results[0] if len(results) == 1 else tuple(results)
@@ -172,14 +182,23 @@ class AsyncCall:
     (TimeoutError when `timeout` seconds pass first; the call stays in flight).
     """
 
-    def __init__(self, invocation: Invocation) -> None:
+    def __init__(self, invocation: Invocation, device: hal.Device | None = None) -> None:
         self.invocation = invocation
+        self._device = device   # results as DeviceArrays on it (device_results=True)
 
     def done(self) -> bool:
         return self.invocation.poll()
 
     def result(self, timeout: float | None = None) -> Any:
-        return _python_results(self.invocation.result(timeout))
+        return _python_results(self.invocation.result(timeout), self._device)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        """`await pending` in a coroutine: waits in the event loop's thread pool (the call
+        advances there, as `result()` advances it on any thread) without blocking the loop."""
+        if self.done():
+            return self.result(0)
+        loop = asyncio.get_running_loop()
+        return (yield from loop.run_in_executor(None, self.result).__await__())
 
     def __repr__(self) -> str:
         return repr(self.invocation).replace("invocation", "async call", 1)
