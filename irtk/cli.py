@@ -132,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
     du.add_argument("module", help=".vmfb file")
     du.add_argument("--rodata", action="store_true",
                     help="show every rodata byte (default: segments over 64 bytes are elided)")
+    du.add_argument("--metadata", action="store_true",
+                    help="only a summary: exports with their signatures, executables by "
+                         "target, and the compiler and options that built the module")
     du.set_defaults(handler=_cmd_dump)
 
     va = sub.add_parser("vm-as", help="assemble VM assembly text into a .vmfb module")
@@ -363,7 +366,10 @@ def _run_function(name: str | None, exports: list[str]) -> str:
 
 
 def _cmd_dump(args: argparse.Namespace) -> int:
-    from irtk.dump import dump_module
+    from irtk.dump import dump_module, module_metadata
+    if args.metadata:
+        print(module_metadata(_module_path(args.module)), end="")
+        return 0
     print(dump_module(args.module, rodata_limit=None if args.rodata else 64), end="")
     return 0
 

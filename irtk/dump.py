@@ -26,6 +26,51 @@ def dump_module(path: str, rodata_limit: int | None = 64) -> str:
     return text + _executables(data)
 
 
+def module_metadata(path: str) -> str:
+    """`irtk dump --metadata`: the module's name and format, who built it and how, its exports
+    with readable signatures and its executables by target (the module is verified first)."""
+    from irtk.vm import load_module
+    m = load_module(path)
+    lines = [f"module @{m.name} (irtk module format {m.version})"]
+    meta = dict(m.metadata)
+    if meta:
+        built = [f"{meta.pop('producer', 'an unknown producer')}"]
+        for key, label in (("targets", "targets"), ("vulkan_target", "Vulkan profile"),
+                           ("source", "from")):
+            if key in meta:
+                built.append(f"{label} {meta.pop(key)}")
+        if meta.get("partial") == "true":
+            built.append("partial (functions that did not compile are stubs)")
+        meta.pop("partial", None)
+        built += [f"{k} {v}" for k, v in meta.items()]
+        lines.append("built by: " + ", ".join(built))
+    else:
+        lines.append("built by: not recorded")
+    lines.append("exports:")
+    for e in m.exports:
+        function = m.functions[e.function] \
+            if 0 <= e.function < len(m.functions) else None
+        if "abi.args" in e.reflection or "abi.results" in e.reflection:
+            args = ", ".join(t for t in e.reflection.get("abi.args", "").split(";") if t)
+            results = ", ".join(t for t in e.reflection.get("abi.results", "").split(";") if t)
+            lines.append(f"  {e.name}({args}) -> ({results})")
+        else:
+            cc = function.calling_convention if function is not None else "?"
+            lines.append(f"  {e.name}: calling convention {cc}")
+    executables = [seg for seg in m.rodata
+                   if seg.mime_type in (VULKAN_EXECUTABLE_FORMAT, CPU_EXECUTABLE_FORMAT)]
+    lines.append("executables:" if executables else "executables: none")
+    for seg in executables:
+        extra = ""
+        if seg.mime_type == VULKAN_EXECUTABLE_FORMAT:
+            blob = bytes(seg.data)
+            if vfb.ExecutableDef.ExecutableDefBufferHasIdentifier(blob, 0):
+                profile = vfb.ExecutableDef.GetRootAs(blob, 0).TargetProfile() or b"?"
+                extra = f", profile {profile.decode(errors='replace')}"
+        lines.append(f"  {seg.name} ({seg.mime_type}{extra}, {len(seg.data)} bytes)")
+    return "\n".join(lines) + "\n"
+
+
 def _executables(data: bytes) -> str:
     try:
         module = bfb.ModuleDef.GetRootAs(data, 0)

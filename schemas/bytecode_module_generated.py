@@ -1427,8 +1427,32 @@ class ModuleDef(object):
             return obj
         return None
 
+    # ModuleDef
+    def Metadata(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            x = self._tab.Vector(o)
+            x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
+            x = self._tab.Indirect(x)
+            obj = AttrDef()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # ModuleDef
+    def MetadataLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ModuleDef
+    def MetadataIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        return o == 0
+
 def ModuleDefStart(builder):
-    builder.StartObject(13)
+    builder.StartObject(14)
 
 def ModuleDefAddName(builder, name):
     builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -1493,6 +1517,12 @@ def ModuleDefAddInitFunction(builder, initFunction):
 def ModuleDefAddDebugDatabase(builder, debugDatabase):
     builder.PrependUOffsetTRelativeSlot(12, flatbuffers.number_types.UOffsetTFlags.py_type(debugDatabase), 0)
 
+def ModuleDefAddMetadata(builder, metadata):
+    builder.PrependUOffsetTRelativeSlot(13, flatbuffers.number_types.UOffsetTFlags.py_type(metadata), 0)
+
+def ModuleDefStartMetadataVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
 def ModuleDefEnd(builder):
     return builder.EndObject()
 
@@ -1520,6 +1550,7 @@ class ModuleDefT(object):
         globalState = None,
         initFunction = -1,
         debugDatabase = None,
+        metadata = None,
     ):
         self.name = name  # type: Optional[str]
         self.version = version  # type: int
@@ -1534,6 +1565,7 @@ class ModuleDefT(object):
         self.globalState = globalState  # type: Optional[GlobalStateDefT]
         self.initFunction = initFunction  # type: int
         self.debugDatabase = debugDatabase  # type: Optional[DebugDatabaseDefT]
+        self.metadata = metadata  # type: Optional[List[AttrDefT]]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -1618,6 +1650,14 @@ class ModuleDefT(object):
         self.initFunction = moduleDef.InitFunction()
         if moduleDef.DebugDatabase() is not None:
             self.debugDatabase = DebugDatabaseDefT.InitFromObj(moduleDef.DebugDatabase())
+        if not moduleDef.MetadataIsNone():
+            self.metadata = []
+            for i in range(moduleDef.MetadataLength()):
+                if moduleDef.Metadata(i) is None:
+                    self.metadata.append(None)
+                else:
+                    attrDef_ = AttrDefT.InitFromObj(moduleDef.Metadata(i))
+                    self.metadata.append(attrDef_)
 
     # ModuleDefT
     def Pack(self, builder):
@@ -1691,6 +1731,14 @@ class ModuleDefT(object):
             globalState = self.globalState.Pack(builder)
         if self.debugDatabase is not None:
             debugDatabase = self.debugDatabase.Pack(builder)
+        if self.metadata is not None:
+            metadatalist = []
+            for i in range(len(self.metadata)):
+                metadatalist.append(self.metadata[i].Pack(builder))
+            ModuleDefStartMetadataVector(builder, len(self.metadata))
+            for i in reversed(range(len(self.metadata))):
+                builder.PrependUOffsetTRelative(metadatalist[i])
+            metadata = builder.EndVector()
         ModuleDefStart(builder)
         if self.name is not None:
             ModuleDefAddName(builder, name)
@@ -1716,6 +1764,8 @@ class ModuleDefT(object):
         ModuleDefAddInitFunction(builder, self.initFunction)
         if self.debugDatabase is not None:
             ModuleDefAddDebugDatabase(builder, debugDatabase)
+        if self.metadata is not None:
+            ModuleDefAddMetadata(builder, metadata)
         moduleDef = ModuleDefEnd(builder)
         return moduleDef
 

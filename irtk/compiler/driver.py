@@ -129,11 +129,26 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
         raise CompileError("\n".join(failures.values()))
     for name, message in failures.items():
         warnings.warn(CompileWarning(message, name), stacklevel=3)
-    data = generate_module(program, plans, variants, module_name, partial=partial)
+    metadata = {"producer": f"irtk {_version()}", "targets": target,
+                "vulkan_target": vulkan_target, "partial": "true" if partial else "false"}
+    if program.filename not in ("", "<string>", "<stdin>"):
+        metadata["source"] = Path(program.filename).name
+    data = generate_module(program, plans, variants, module_name, partial=partial,
+                           metadata=metadata)
     if "vm" in phases:
         from irtk.vm.disassembler import disassemble_module
         show("vm", disassemble_module(data, rodata_limit=64))
     return data
+
+
+def _version() -> str:
+    """irtk's installed version (the package metadata, so the compiler need not import the
+    top-level package)."""
+    from importlib import metadata
+    try:
+        return metadata.version("irtk")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _executables(program: tir.Program, targets: list[tuple[TargetBackend, Any]],

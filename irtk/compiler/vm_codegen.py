@@ -385,7 +385,10 @@ def tensor_bytes(value: np.ndarray, t: tir.TensorType, location: str) -> bytes:
 
 
 def generate_module(program: tir.Program, plans: dict[str, StreamPlan],
-                    variants: list[ExecutableVariant], name: str, partial: bool = False) -> bytes:
+                    variants: list[ExecutableVariant], name: str, partial: bool = False,
+                    metadata: dict[str, str] | None = None) -> bytes:
     """The module; a function whose host code fails to generate is a CompileError, or with
-    `partial` a stub that fails when called."""
-    return ModuleGen(program, plans, variants, name, partial).generate()
+    `partial` a stub that fails when called. `metadata` (who built it, how) goes in as it is."""
+    gen = ModuleGen(program, plans, variants, name, partial)
+    gen.w.metadata.update(metadata or {})
+    return gen.generate()

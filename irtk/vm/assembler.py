@@ -168,11 +168,13 @@ class _Assembler:
                     current = self.func_header(cur, number)
                 elif keyword.text in ("init", "export"):
                     deferred.append((number, cur, keyword.text))
-                elif keyword.text in ("requirement", "type", "import", "rodata", "globals"):
+                elif keyword.text in ("requirement", "metadata", "type", "import", "rodata",
+                                      "globals"):
                     top.append((number, cur, keyword.text))
                 else:
                     raise _Error(keyword.column, f"unknown statement '{keyword.text}' (module, "
-                                 "requirement, type, import, rodata, globals, init, export, func)")
+                                 "requirement, metadata, type, import, rodata, globals, init, "
+                                 "export, func)")
             except _Error as e:
                 raise self.error(e.column, e.message) from None
         if current is not None:
@@ -252,6 +254,11 @@ class _Assembler:
 
     def stmt_requirement(self, cur: _Cursor) -> None:
         self.w.add_requirement(cur.expect("string", "a requirement string").value)
+        cur.end()
+
+    def stmt_metadata(self, cur: _Cursor) -> None:
+        key = cur.expect("string", "a metadata key string").value
+        self.w.metadata[key] = cur.expect("string", "a metadata value string").value
         cur.end()
 
     def stmt_type(self, cur: _Cursor) -> None:

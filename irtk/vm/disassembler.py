@@ -61,6 +61,7 @@ class _Printer:
         m = self.m
         out = [f"module {symbol(m.name)}  // format version {m.version}"]
         out += [f"requirement {string(r)}" for r in m.requirements]
+        out += [f"metadata {string(k)} {string(v)}" for k, v in m.metadata.items()]
         out += [f"type {string(t)}" for t in m.types]
         out += [f"import {symbol(imp.full_name)} {string(imp.calling_convention)}"
                 for imp in m.imports]

@@ -169,8 +169,12 @@ def _read(root: fb.ModuleDef, budget: _Budget, backing: Any) -> BytecodeModule:
         global_counts = {"i32": state.I32Count(), "i64": state.I64Count(),
                          "f32": state.F32Count(), "f64": state.F64Count(),
                          "ref": state.RefCount()}
+    metadata = {}
+    for i in range(budget.take(root.MetadataLength(), "metadata attributes")):
+        attr = root.Metadata(i)
+        metadata[_text(attr.Key())] = _text(attr.Value())
     return BytecodeModule(
-        name=_text(root.Name()), version=version, requirements=requirements, types=types,
+        name=_text(root.Name()), version=version, metadata=metadata, requirements=requirements, types=types,
         imports=imports, exports=exports, functions=functions, rodata=rodata,
         global_counts=global_counts, init_function=root.InitFunction(), locations=locations,
         backing=backing)

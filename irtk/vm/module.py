@@ -61,6 +61,7 @@ class BytecodeModule:
     init_function: int
     locations: dict[tuple[int, int], str] = field(default_factory=dict)
     backing: Any = None   # the mmap (or bytes) the views above point into; kept alive here
+    metadata: dict[str, str] = field(default_factory=dict)   # who built it (informational)
 
     def export(self, name: str) -> ExportDef | None:
         for e in self.exports:

@@ -194,6 +194,7 @@ class ModuleWriter:
         self._types: list[str] = []
         self._requirements: list[str] = []
         self._init_function = -1
+        self.metadata: dict[str, str] = {}   # ModuleDef.metadata: who built it and how
 
     def add_import(self, full_name: str, calling_convention_text: str, *,
                    unique: bool = True) -> int:
@@ -328,16 +329,19 @@ def _serialize(w: ModuleWriter, bytecode: bytes,
         fb.ImportFunctionDefAddFullName(b, n)
         fb.ImportFunctionDefAddSignature(b, s)
         imports.append(fb.ImportFunctionDefEnd(b))
-    exports = []
-    for name, ordinal, reflection in w._exports:
-        attrs = []
-        for key, value in reflection.items():
+    def attrs(pairs: dict[str, str]) -> int:
+        out = []
+        for key, value in pairs.items():
             k, v = b.CreateString(key), b.CreateString(value)
             fb.AttrDefStart(b)
             fb.AttrDefAddKey(b, k)
             fb.AttrDefAddValue(b, v)
-            attrs.append(fb.AttrDefEnd(b))
-        n, r = b.CreateString(name), _offsets_vector(b, attrs)
+            out.append(fb.AttrDefEnd(b))
+        return _offsets_vector(b, out)
+
+    exports = []
+    for name, ordinal, reflection in w._exports:
+        n, r = b.CreateString(name), attrs(reflection)
         fb.ExportFunctionDefStart(b)
         fb.ExportFunctionDefAddLocalName(b, n)
         fb.ExportFunctionDefAddInternalOrdinal(b, ordinal)
@@ -377,6 +381,7 @@ def _serialize(w: ModuleWriter, bytecode: bytes,
     debug = fb.DebugDatabaseDefEnd(b)
 
     name = b.CreateString(w.name)
+    metadata = attrs(w.metadata)
     vectors = (_strings(b, w._requirements), _strings(b, w._types), _offsets_vector(b, imports),
                _offsets_vector(b, exports), _offsets_vector(b, signatures),
                _offsets_vector(b, descs), _offsets_vector(b, rodata))
@@ -394,5 +399,6 @@ def _serialize(w: ModuleWriter, bytecode: bytes,
     fb.ModuleDefAddGlobalState(b, global_state)
     fb.ModuleDefAddInitFunction(b, w._init_function)
     fb.ModuleDefAddDebugDatabase(b, debug)
+    fb.ModuleDefAddMetadata(b, metadata)
     b.Finish(fb.ModuleDefEnd(b), file_identifier=BYTECODE_MODULE_IDENTIFIER)
     return bytes(b.Output())

@@ -388,3 +388,17 @@ def test_benchmark_prints_a_table_or_json(both):
     assert_user_error(irtk("benchmark", str(both), inputs[0]), "expected 2 arguments, got 1")
     assert_user_error(irtk("benchmark", str(both), *inputs, "--benchmark_repetitions=0"),
                       "repetitions must be at least 1")
+
+
+def test_dump_metadata_summarizes_what_built_the_module(both):
+    p = irtk("dump", "--metadata", str(both))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "module @elementwise (irtk module format 2)"
+    assert lines[1].startswith("built by: irtk ") and "targets vulkan-spirv,cpu" in lines[1]
+    assert "from elementwise.mlir" in lines[1]
+    assert "  main(2x4xf32, 4xf32) -> (2x4xf32, 4x2xi32)" in lines
+    assert any("(vulkan-spirv-fb, profile default," in line for line in lines)
+    assert any("(cpu-kernel-fb," in line for line in lines)
+    text = irtk("vm-dis", str(both)).stdout
+    assert 'metadata "producer" "irtk ' in text       # and it assembles back (test_vm_tools)
