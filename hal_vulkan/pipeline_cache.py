@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
 
+from irtk.hal import cache as hal_cache
 from hal_vulkan.status import call, check_result
 
 if TYPE_CHECKING:
@@ -28,12 +29,7 @@ _HEADER = struct.Struct("<8sI32s")  # magic, payload length, sha256(payload)
 
 
 def cache_dir() -> Path:
-    override = os.environ.get("IRTK_CACHE_DIR")
-    if override:
-        return Path(override) / "vulkan"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "irtk" / "vulkan"
+    return hal_cache.cache_dir("vulkan")
 
 
 def _unwrap(blob: bytes, pipeline_cache_uuid: bytes) -> bytes | None:

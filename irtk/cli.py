@@ -128,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="print one JSON object (median_ms, min_ms, max_ms, repetitions, ...)")
     b.set_defaults(handler=_cmd_benchmark)
 
+    ca = sub.add_parser("cache", help="what irtk's caches (compiled shaders) hold, or clear "
+                        "them")
+    ca.add_argument("action", choices=["info", "clear"],
+                    help="info: where the caches are and their size; clear: remove their files")
+    ca.set_defaults(handler=_cmd_cache)
+
     du = sub.add_parser("dump", help="show what a module holds (VM code as vm-dis prints it)")
     du.add_argument("module", help=".vmfb file")
     du.add_argument("--rodata", action="store_true",
@@ -363,6 +369,21 @@ def _run_function(name: str | None, exports: list[str]) -> str:
         raise InputError(f"module has no exported function '{name}'; exports: "
                          f"{', '.join(exports) or 'none'}")
     return name
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from irtk.hal import cache
+    from irtk.vm.limits import format_bytes
+    if args.action == "clear":
+        files, size = cache.clear_cache()
+        print(f"removed {files} file{'s' if files != 1 else ''} ({format_bytes(size)}) from "
+              f"{cache.cache_root()}")
+        return 0
+    print(f"cache: {cache.cache_root()} (set IRTK_CACHE_DIR to move it)")
+    for usage in cache.cache_usage():
+        print(f"  {usage.kind}: {usage.files} file{'s' if usage.files != 1 else ''}, "
+              f"{format_bytes(usage.bytes)} ({usage.description})")
+    return 0
 
 
 def _cmd_dump(args: argparse.Namespace) -> int:

@@ -402,3 +402,25 @@ def test_dump_metadata_summarizes_what_built_the_module(both):
     assert any("(cpu-kernel-fb," in line for line in lines)
     text = irtk("vm-dis", str(both)).stdout
     assert 'metadata "producer" "irtk ' in text       # and it assembles back (test_vm_tools)
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch, both):
+    monkeypatch.setenv("IRTK_CACHE_DIR", str(tmp_path / "cache"))
+    p = irtk("cache", "info")
+    assert p.returncode == 0, p.stderr
+    assert f"cache: {tmp_path / 'cache'}" in p.stdout and "vulkan: 0 files, 0 bytes" in p.stdout
+    vulkan = vulkan_device_uris()
+    if vulkan:   # a run fills the pipeline cache of its device
+        assert irtk("run", str(both), f"--device={vulkan[0]}", "--input=2x4xf32=1",
+                    "--input=4xf32=1").returncode == 0
+    else:
+        (tmp_path / "cache" / "vulkan").mkdir(parents=True)
+        (tmp_path / "cache" / "vulkan" / "x.bin").write_bytes(b"\0" * 10)
+    (tmp_path / "cache" / "other.txt").write_text("not irtk's")
+    p = irtk("cache", "info")
+    assert "vulkan: 1 file, " in p.stdout, p.stdout
+    p = irtk("cache", "clear")
+    assert p.returncode == 0 and p.stdout.startswith("removed 1 file ("), p.stdout
+    assert "vulkan: 0 files" in irtk("cache", "info").stdout
+    assert (tmp_path / "cache" / "other.txt").exists()      # only irtk's folders are touched
+    assert irtk("cache", "purge").returncode == 2
