@@ -23,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     handler: Callable[[argparse.Namespace], int] = args.handler
+    if args.verbose:
+        import logging
+        logging.basicConfig(level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+                            format="%(name)s: %(message)s", stream=sys.stderr)
     try:
         return handler(args)
     except Error as e:
@@ -81,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=_version_text(),
                    help="print irtk's version, its module format and what it runs on")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log what irtk does to standard error (-v: phases and their times, "
+                        "-vv: details)")
     sub = p.add_subparsers(dest="command")
 
     d = sub.add_parser("devices", help="list the drivers and devices irtk can use")
@@ -189,6 +196,30 @@ def _module_arguments(p: argparse.ArgumentParser) -> None:
                    help="fail the load or a call if it runs longer (VM code and waits)")
 
 
+def _progress_line(after: float = 1.0) -> Callable[[str], None] | None:
+    """On a terminal, a progress line on standard error once a compile has taken `after`
+    seconds (models take seconds), rewritten in place and cleared at exit; else None."""
+    if not sys.stderr.isatty():
+        return None
+    import atexit
+    import time
+    start = time.monotonic()
+    shown = [False]
+
+    def show(what: str) -> None:
+        if time.monotonic() - start >= after:
+            sys.stderr.write(f"\r\033[Kcompiling: {what}")
+            sys.stderr.flush()
+            shown[0] = True
+
+    def clear() -> None:
+        if shown[0]:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+    atexit.register(clear)
+    return show
+
+
 def _min_time(text: str) -> float:
     """--benchmark_min_time: seconds, with an optional 's' as Google benchmark writes it."""
     return _seconds(text[:-1] if text.endswith("s") else text)
@@ -239,7 +270,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     options: driver.CompileOptions = {"vulkan_target": args.vulkan_target,
                                       "dump_after": args.dump_after,
                                       "dump_spirv": args.dump_spirv,
-                                      "partial": args.partial}
+                                      "partial": args.partial,
+                                      "progress": _progress_line()}
     with warnings.catch_warnings(record=True) as left_out:
         warnings.simplefilter("always", CompileWarning)
         if args.input == "-":

@@ -12,10 +12,13 @@ cause surface as `irtk.Error` subclasses.
 """
 from __future__ import annotations
 
+import logging
 import sys
+import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypedDict, Unpack
+from typing import Any, Callable, Iterator, Sequence, TypedDict, Unpack
 
 from irtk.compiler import dispatch, stream, target_backends, tir
 from irtk.compiler.target_backends import TargetBackend
@@ -27,6 +30,20 @@ from irtk.errors import CompileError, CompileWarning, Error, InputError, ParseEr
 PHASES = ("import", "dispatch", "stream", "vm")
 
 
+log = logging.getLogger("irtk.compiler")
+Progress = Callable[[str], None]
+
+
+@contextmanager
+def _phase(what: str, progress: Progress | None) -> Iterator[None]:
+    """Tell `progress` a phase starts; log how long it took (INFO: `irtk -v`)."""
+    if progress is not None:
+        progress(what)
+    start = time.perf_counter()
+    yield
+    log.info("%s: %.3f s", what, time.perf_counter() - start)
+
+
 class CompileOptions(TypedDict, total=False):
     """The keyword options of `compile_str` that `compile_file` passes on."""
 
@@ -36,6 +53,7 @@ class CompileOptions(TypedDict, total=False):
     dump: Callable[[str], None] | None
     dump_spirv: str | None
     partial: bool
+    progress: Progress | None
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Unpack[CompileOptions]
@@ -76,7 +94,8 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 vulkan_target: str = "default", module_name: str | None = None,
                 dump_after: str | Sequence[str] | None = None,
                 dump: Callable[[str], None] | None = None,
-                dump_spirv: str | None = None, partial: bool = False) -> bytes:
+                dump_spirv: str | None = None, partial: bool = False,
+                progress: Progress | None = None) -> bytes:
     """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
     such functions' messages); with `partial=True` it becomes a stub with its signature that
     fails when called, and the rest of the module is kept (`irtk check` runs files so)."""
@@ -86,10 +105,11 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CompileWarning)
-            program = import_program(text, filename)
+            with _phase(f"parse and import {filename}", progress):
+                program = import_program(text, filename)
             data = compile_program(program, target=target, vulkan_target=vulkan_target,
                                    module_name=name, dump_after=dump_after, dump=dump,
-                                   dump_spirv=dump_spirv, partial=partial)
+                                   dump_spirv=dump_spirv, partial=partial, progress=progress)
     except (ParseError, CompileError) as e:
         # Every located message shows its source line and a caret.
         raise type(e)(quote_source(str(e), filename, text)) from None
@@ -106,9 +126,11 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
                     vulkan_target: str = "default", module_name: str = "module",
                     dump_after: str | Sequence[str] | None = None,
                     dump: Callable[[str], None] | None = None,
-                    dump_spirv: str | None = None, partial: bool = False) -> bytes:
+                    dump_spirv: str | None = None, partial: bool = False,
+                    progress: Progress | None = None) -> bytes:
     """TIR (as the importer produces it, or built by hand) -> module bytes. Rewrites
-    `program` in place. `partial` as for `compile_str`."""
+    `program` in place. `partial` as for `compile_str`; `progress` is told each phase (and
+    each function whose kernels are compiled) as it starts."""
     targets = target_backends.select(target, {"vulkan_target": vulkan_target})
     phases = parse_dump_phases(dump_after)
     emit = dump or (lambda text: print(text, end="", file=sys.stdout))
@@ -118,11 +140,16 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
             emit(f"// ----- IR after {phase} -----\n{body}")
 
     show("import", print_program(program))
-    dispatch.form_dispatches(program)
+    with _phase("dispatch formation", progress):
+        dispatch.form_dispatches(program)
     show("dispatch", print_program(program))
-    plans = stream.plan_program(program)
+    with _phase("stream planning", progress):
+        plans = stream.plan_program(program)
     show("stream", print_program(program, plans))
-    variants = _executables(program, targets, dump_spirv)
+    with _phase("kernel code generation", progress):
+        variants = _executables(program, targets, dump_spirv, progress)
+    log.info("%d functions, %d kernels, %d failed", len(program.functions),
+             len(program_kernels(program)), len(program.unsupported))
     failures = {name: in_function(message, name)
                 for name, message in program.unsupported.items()}
     if failures and (not partial or not program.functions):
@@ -133,8 +160,10 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
                 "vulkan_target": vulkan_target, "partial": "true" if partial else "false"}
     if program.filename not in ("", "<string>", "<stdin>"):
         metadata["source"] = Path(program.filename).name
-    data = generate_module(program, plans, variants, module_name, partial=partial,
-                           metadata=metadata)
+    with _phase("host code generation", progress):
+        data = generate_module(program, plans, variants, module_name, partial=partial,
+                               metadata=metadata)
+    log.info("module '%s': %d bytes", module_name, len(data))
     if "vm" in phases:
         from irtk.vm.disassembler import disassemble_module
         show("vm", disassemble_module(data, rodata_limit=64))
@@ -152,12 +181,17 @@ def _version() -> str:
 
 
 def _executables(program: tir.Program, targets: list[tuple[TargetBackend, Any]],
-                 dump_folder: str | None) -> list[ExecutableVariant]:
+                 dump_folder: str | None, progress: Progress | None = None
+                 ) -> list[ExecutableVariant]:
     """Every target's executable. A function whose kernels a target cannot compile moves to
     `program.unsupported` with the code generator's message."""
     compiled: dict[str, dict[int, object]] = {backend.name: {} for backend, _ in targets}
-    for f in list(program.functions):
+    functions = list(program.functions)
+    for i, f in enumerate(functions):
         kernels = [op.attrs["kernel"] for op in tir.walk(f.body) if op.kind == "dispatch"]
+        if progress is not None and len(functions) > 1:
+            progress(f"kernel code generation: function {i + 1} of {len(functions)} "
+                     f"({f.name}, {len(kernels)} kernels)")
         try:
             for backend, profile in targets:
                 codegen = backend.load_codegen()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -26,6 +28,7 @@ from irtk.vm.limits import Limits
 if TYPE_CHECKING:
     from irtk.runtime.benchmark import BenchmarkResult
 
+log = logging.getLogger("irtk.runtime")
 ModuleSource = bytes | bytearray | memoryview | str | os.PathLike
 # Ref arguments without an abi type that are handed to the VM unconverted.
 _PASSED_AS_IS = (hal.Fence, hal.Buffer, hal.BufferView, VMBuffer, VMList)
@@ -52,6 +55,7 @@ def load(module: ModuleSource | BytecodeModule, device: str | hal.Device | None 
 
     `limits` (an `irtk.Limits`) bounds each call and `__init`, which runs here: steps, wall
     time (`Limits(seconds=2)`), VM heap and device memory; the defaults bound only memory."""
+    start = time.perf_counter()
     bytecode = module if isinstance(module, BytecodeModule) else load_module(module)
     dev = _device(device if device is not None else default_device(bytecode))
     try:
@@ -59,6 +63,8 @@ def load(module: ModuleSource | BytecodeModule, device: str | hal.Device | None 
     except RuntimeFailure as e:  # `__init` failed: say on which device
         raise RuntimeFailure(f"cannot load module '{bytecode.name}' on device "
                              f"'{dev.info.name}': {e}") from None
+    log.info("loaded module '%s' on '%s' (its initializer included): %.3f s", bytecode.name,
+             dev.info.name, time.perf_counter() - start)
     return LoadedModule(context, dev)
 
 

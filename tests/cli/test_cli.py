@@ -424,3 +424,20 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, both):
     assert "vulkan: 0 files" in irtk("cache", "info").stdout
     assert (tmp_path / "cache" / "other.txt").exists()      # only irtk's folders are touched
     assert irtk("cache", "purge").returncode == 2
+
+
+def test_verbose_logs_the_phases_and_progress_is_reported(tmp_path):
+    p = irtk("-v", "compile", str(EXAMPLE), "--target=cpu", "-o", str(tmp_path / "e.vmfb"))
+    assert p.returncode == 0, p.stderr
+    for phase in ("parse and import", "dispatch formation", "kernel code generation",
+                  "host code generation"):
+        assert f"irtk.compiler: {phase}" in p.stderr
+    p = irtk("-v", "run", str(tmp_path / "e.vmfb"), "--device=local-sync",
+             "--input=2x4xf32=1", "--input=4xf32=1")
+    assert p.returncode == 0 and "irtk.runtime: loaded module 'elementwise'" in p.stderr
+    assert "irtk.compiler" not in irtk("compile", str(EXAMPLE), "--target=cpu", "-o",
+                                       str(tmp_path / "f.vmfb")).stderr
+    import irtk as api
+    seen: list[str] = []
+    api.compile_file(str(EXAMPLE), target="cpu", progress=seen.append)
+    assert seen[0].startswith("parse and import") and "host code generation" in seen
