@@ -301,6 +301,9 @@ class VulkanDevice(Device):
         drained = self._drain_host_queue(timeout)
         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
         ns = (1 << 62) if left is None else int(left * 1e9)
+        with self.lock:
+            if self.queue.serial > self.queue.barrier:
+                self.queue.submit_barrier()  # so the last submission's resources settle too
         done = self.queue.wait_serial(self.queue.serial, ns) and drained
         self.collect()
         # The private timeline is signalled before the caller's semaphores: released ones the

@@ -1,9 +1,18 @@
 """The device's one compute queue: submissions, their timeline points, and what is in flight.
 
 Every submission also signals a queue-private timeline semaphore with an increasing serial, so
-"has the GPU finished with X" is one counter read: a resource stamped with serial N is free once
-the private counter reaches N. Submissions stay listed until then, which keeps their command
-buffers, bindings and semaphores alive and lets a failure propagate to the work that waits on it.
+"has the GPU finished with X" is one counter read. Submissions stay listed until their serial is
+reached, which keeps their command buffers, bindings and semaphores alive and lets a failure
+propagate to the work that waits on it.
+
+Reached is not finished with, though: a driver's queue thread goes on touching a submission
+after signalling it (Mesa's common queue code installs the later signal points and then
+releases the wait points, locking each wait semaphore's timeline). Destroying a semaphore in
+that window crashed lavapipe's queue thread on loaded machines. The thread handles submissions
+in order, so once serial N + 1 is reached it is done with N: a semaphore stamped N is destroyed
+when `settled()` reaches N (SemaphoreResource.idle; buffers, pipelines and command buffers are
+done with before the signal). A barrier (an empty submission holding nothing of ours) settles
+everything before it, for `wait_idle`.
 """
 from __future__ import annotations
 
@@ -65,6 +74,7 @@ class Queue:
         tracker.created("VkSemaphore")
         self.serial = 0  # last serial submitted
         self.completed = 0  # last serial known complete
+        self.barrier = 0  # the newest barrier's serial (a submission of no resources)
         self.in_flight: deque[Submission] = deque()
 
     def poll(self) -> int:
@@ -80,6 +90,21 @@ class Queue:
                 while self.in_flight and self.in_flight[0].serial <= self.completed:
                     self.in_flight.popleft()
         return self.completed
+
+    def settled(self) -> int:
+        """The newest serial the driver is entirely done with: one before the newest
+        completed, or that one if it is a barrier (module docstring)."""
+        completed = self.poll()
+        return completed if completed == self.barrier else completed - 1
+
+    def submit_barrier(self) -> int:
+        """An empty submission that only signals the private timeline (caller holds the device
+        lock): once it completes, every submission before it has settled."""
+        serial = self.serial + 1
+        fast.queue_submit(self.handle, [], [(self.timeline, serial)], [])
+        self.serial = self.barrier = serial
+        self.in_flight.append(Submission(serial, [], [], []))
+        return serial
 
     def submit(self, waits: Sequence[tuple[Timeline, int]],
                signals: Sequence[tuple[Timeline, int]], command_buffers: list[Any],

@@ -38,11 +38,11 @@ class SemaphoreResource(Resource):
         self.gpu_signal = 0  # the highest value a submission signals it to
 
     def idle(self, completed: int) -> bool:
-        """Completed submissions are known by the queue's private timeline, which each
-        submission signals before the caller's semaphores: when it is reached, the driver's
-        queue thread may not have signalled this one yet (and then writes its memory), so a
-        semaphore also waits until its own last GPU signal has landed."""
-        if self.last_use > completed:
+        """Not when the last submission using it has completed but when the driver is done
+        with it (`Queue.settled`: its queue thread still locks a wait semaphore's timeline
+        after signalling). The private timeline is signalled before the caller's semaphores,
+        so a semaphore also waits until its own last GPU signal has landed."""
+        if self.last_use > min(completed, self.context.queue.settled()):
             return False
         if not self.gpu_signal:
             return True

@@ -123,3 +123,27 @@ def test_device_create_use_release_loop_leaves_no_vulkan_object(driver, device_i
         assert device.tracker.live() == {}
         del device
         gc.collect()
+
+
+def test_semaphores_of_the_newest_submission_outlive_it_until_the_queue_moves_on(device):
+    """A driver's queue thread still locks a wait semaphore's timeline after it signals the
+    submission (hal_vulkan/queue.py): a semaphore is destroyed only once a later submission
+    (or wait_idle's barrier) has completed, never just when its own one has."""
+    device.wait_idle(30)
+    gc.collect()
+    base = device.live_objects().get("VkSemaphore", 0)
+    fences = [Fence([(device.create_semaphore(0), 1)]) for _ in range(3)]
+    for wait, signal in zip(fences, fences[1:]):
+        device.queue_execute(wait, signal, [])
+    fences[0].signal()
+    assert fences[-1].wait(10)
+    del fences, wait, signal
+    gc.collect()
+    device.collect()
+    # the last submission has completed but not settled: its two semaphores are kept
+    # (the tracker itself: live_objects() waits for the device to be idle first)
+    assert device.tracker.live().get("VkSemaphore", 0) >= base + 2
+    assert device.wait_idle(30)
+    gc.collect()
+    device.collect()
+    assert device.live_objects().get("VkSemaphore", 0) == base
