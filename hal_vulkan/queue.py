@@ -91,10 +91,12 @@ class Queue:
                     self.in_flight.popleft()
         return self.completed
 
-    def settled(self) -> int:
+    def settled(self, completed: int | None = None) -> int:
         """The newest serial the driver is entirely done with: one before the newest
-        completed, or that one if it is a barrier (module docstring)."""
-        completed = self.poll()
+        completed (`completed`, else polled), or that one if it is a barrier (module
+        docstring)."""
+        if completed is None:
+            completed = self.poll()
         return completed if completed == self.barrier else completed - 1
 
     def submit_barrier(self) -> int:

@@ -42,7 +42,7 @@ class SemaphoreResource(Resource):
         with it (`Queue.settled`: its queue thread still locks a wait semaphore's timeline
         after signalling). The private timeline is signalled before the caller's semaphores,
         so a semaphore also waits until its own last GPU signal has landed."""
-        if self.last_use > min(completed, self.context.queue.settled()):
+        if self.last_use > self.context.queue.settled(completed):
             return False
         if not self.gpu_signal:
             return True
