@@ -246,3 +246,17 @@ def test_benchmark_times_calls_on_resident_inputs():
         assert len(result.times) == 2 and all(n >= 1 for n in result.iterations)
         assert result.min_ms <= result.median_ms <= result.max_ms
         assert result.to_dict()["repetitions"] == 2
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"repetitions": 0}, "benchmark repetitions must be at least 1, got 0"),
+    ({"min_time": -1.0}, "benchmark min time must be a number of seconds >= 0, got -1.0"),
+    ({"min_time": float("nan")}, "benchmark min time must be a number of seconds >= 0"),
+    ({"warmup": -2}, "benchmark warm-up calls must be at least 0, got -2"),
+])
+def test_benchmark_options_out_of_range_are_input_errors(options, message):
+    import re
+    import irtk
+    m = irtk.load(irtk.compile_str(DOUBLE, target="cpu"), device="local-sync")
+    with pytest.raises(InputError, match=re.escape(message)):
+        m.main.benchmark(np.ones(8, np.float32), **options)
