@@ -7,6 +7,7 @@ concurrently; a barrier waits for the batch before it.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -15,6 +16,7 @@ import numpy as np
 from hal_cpu.buffer import CpuBuffer
 from hal_cpu.executable import CpuExecutable
 from hal_cpu.kernel import work_items
+from irtk import tracing
 from irtk.errors import RuntimeFailure
 from irtk.hal.binding import BindingRef, BindingTable, ResolvedBinding
 from irtk.hal.deferred_command_buffer import (Barrier, DeferredCommandBuffer, ResolvedCommand,
@@ -61,11 +63,37 @@ class CpuCommandBuffer(DeferredCommandBuffer):
         run_commands(self.resolve(table), runner)
 
 
-def run_commands(resolved: list[ResolvedCommand], runner: Runner) -> None:
-    """Run resolved commands: barrier-free stretches as one batch of work items each."""
+def run_commands(resolved: list[ResolvedCommand], runner: Runner,
+                 trace: tuple[tracing.Tracer, str] | None = None) -> None:
+    """Run resolved commands: barrier-free stretches as one batch of work items each. Traced
+    (`trace`: the tracer and the device's name), each dispatch runs as a batch of its own, so
+    its time is its own."""
+    if trace is not None:
+        _run_timed(resolved, runner, *trace)
+        return
     batch: list[WorkItem] = []
     for cmd in resolved:
         if isinstance(cmd, Barrier):
+            runner.run(batch)
+            batch = []
+        else:
+            batch.extend(_work(cmd, runner))
+    runner.run(batch)
+
+
+def _run_timed(resolved: list[ResolvedCommand], runner: Runner, tracer: tracing.Tracer,
+               device: str) -> None:
+    batch: list[WorkItem] = []
+    for cmd in resolved:
+        if isinstance(cmd, ResolvedDispatch):
+            runner.run(batch)
+            batch = []
+            start = time.monotonic_ns()
+            runner.run(_work(cmd, runner))
+            tracer.device_event(device, cmd.command.name, "dispatch", start,
+                                time.monotonic_ns() - start,
+                                workgroups=list(cmd.command.workgroups))
+        elif isinstance(cmd, Barrier):
             runner.run(batch)
             batch = []
         else:

@@ -15,6 +15,7 @@ from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer, run_commands
 from hal_cpu.executable import CpuExecutable
 from hal_cpu.semaphore import CpuSemaphore
 from hal_cpu.task_system import MIN_CHUNK_ITERATIONS, InlineRunner, SubmissionQueue, TaskSystem
+from irtk import tracing
 from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal.buffer import Buffer
 from irtk.hal.command_buffer import CommandBuffer
@@ -81,11 +82,25 @@ class CpuDevice(Device):
             signal.fail(e)
             raise
         runner = self.task_system
+        tracer = tracing.active
+        trace = None if tracer is None else (tracer, self.info.name)
+        if tracer is not None:
+            tracer.add_flush(self, self._trace_flush)
 
         def work() -> None:
             for plan in plans:
-                run_commands(plan, runner)
-        self._submit(wait, signal, work)
+                run_commands(plan, runner, trace)
+        if tracer is None:
+            self._submit(wait, signal, work)
+            return
+        with tracer.span("queue_execute", "submit", device=self.info.name,
+                         command_buffers=len(cbs)):
+            self._submit(wait, signal, work)
+
+    def _trace_flush(self) -> None:
+        """Let queued traced work run, so its dispatch times are recorded (tracing.stop)."""
+        if self._queue is not None and not self._released:
+            self._queue.drain()
 
     def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
         self._check_live()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from irtk import tracing
 from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal import BindingRef, Executable
 from irtk.hal.binding import BindingTable, ResolvedBinding, table_entry
@@ -139,11 +140,19 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
         the descriptor sets do (empty unless the device updates descriptors after bind)."""
         context = self.context
         completed = context.queue.poll()
-        found = next((r for r in self._recordings if r.key == key and r.content == content),
-                     None)
+        # While a trace is recorded every recording times its dispatches, and one still in
+        # flight is not submitted again (its timestamps are read once it completes).
+        traced = tracing.active is not None
+        timed = self.timestamps or traced
+
+        def usable(r: Recording) -> bool:
+            return (r.timestamps is not None or not timed) and \
+                (not traced or r.last_use <= completed)
+        found = next((r for r in self._recordings
+                      if r.key == key and r.content == content and usable(r)), None)
         if found is None and self._rebindable:
             found = next((r for r in self._recordings
-                          if r.key == key and r.last_use <= completed), None)
+                          if r.key == key and r.last_use <= completed and usable(r)), None)
             if found is not None:
                 found.rebind(self.resolve(table), content)
         if found is not None:
@@ -151,15 +160,14 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
             self._recordings.append(found)
             self._drop_extra(completed)
             return found
-        idle = [r for r in self._recordings if r.last_use <= completed]
+        idle = [r for r in self._recordings if r.last_use <= completed and usable(r)]
         if len(self._recordings) >= MAX_RECORDINGS and idle:
             rec = idle[0]
             self._recordings.remove(rec)
             rec.reset(key)
         else:
-            timed = sum(isinstance(c, Dispatch) for c in self.commands) \
-                if self.timestamps else -1
-            rec = Recording(context, self.descriptor_pools, key, timed)
+            dispatches = sum(isinstance(c, Dispatch) for c in self.commands) if timed else -1
+            rec = Recording(context, self.descriptor_pools, key, dispatches)
             context.adopt(rec)
         try:
             Recorder(context, rec, self._staging_for).record(self.resolve(table))
@@ -190,6 +198,10 @@ class VulkanCommandBuffer(DeferredCommandBuffer):
                 buffer = self.staging_allocator().allocate_with_data(data)
             self._staging[index] = buffer
         return buffer
+
+    def dispatch_labels(self) -> list[tuple[str, tuple[int, int, int]]]:
+        """(entry point name, workgroup count) of each dispatch, in recorded order."""
+        return [(c.name, c.workgroups) for c in self.commands if isinstance(c, Dispatch)]
 
     def dispatch_times(self) -> list[float]:
         """Device seconds of each dispatch in the last submission (needs `timestamps=True`

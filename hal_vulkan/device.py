@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
 
+from irtk import tracing
 from irtk.errors import DeviceError, Error, RuntimeFailure
 from irtk.hal import BindingRef, Buffer, CommandBuffer, Device, Fence
 from hal_vulkan.allocator import VulkanAllocator
@@ -25,6 +26,7 @@ from hal_vulkan.buffer import VulkanBuffer
 from hal_vulkan.command_buffer import VulkanCommandBuffer
 from hal_vulkan.context import DeviceContext
 from hal_vulkan.descriptor_pool import DescriptorPoolCache
+from hal_vulkan.dispatch_timing import DispatchTiming
 from hal_vulkan.executable import VulkanExecutable
 from hal_vulkan.physical_device import (EXECUTABLE_FORMAT, FEATURE_STRUCTS,
                                         PUSH_DESCRIPTOR_EXTENSION, REBIND_SWITCH,
@@ -40,6 +42,7 @@ from hal_vulkan.transfer import HostTransfer
 if TYPE_CHECKING:
     from hal_vulkan.instance import VulkanInstance
     from hal_vulkan.physical_device import PhysicalDevice
+    from hal_vulkan.recorder import Recording
     from hal_vulkan.resource import Resource
 
 
@@ -80,6 +83,7 @@ class VulkanDevice(Device):
             self.pipeline_cache = PipelineCache(self.context)
             self.executables = ExecutableCache(self.context)
             self.transfer = HostTransfer(self.context)
+            self.dispatch_timing = DispatchTiming(self.queue, physical.info.name)
             allocator = VulkanAllocator(self.context, self.transfer, host_mapped=host_mapped)
         except BaseException:
             vk.vkDestroyDevice(self.handle, None)
@@ -186,9 +190,12 @@ class VulkanDevice(Device):
         if binding_tables is not None and len(binding_tables) != len(command_buffers):
             raise RuntimeFailure(f"{len(command_buffers)} command buffers but "
                                  f"{len(binding_tables)} binding tables")
+        tracer = tracing.active
+        start = time.monotonic_ns()
         with self.lock:
             handles: list[Any] = []
             used: list[Resource] = [s.resource for s, _ in waits + signals]
+            timed: list[tuple[Recording, list[tuple[str, tuple[int, int, int]]]]] = []
             try:
                 for i, cb in enumerate(command_buffers):
                     if not isinstance(cb, VulkanCommandBuffer) or cb.context is not self.context:
@@ -198,6 +205,8 @@ class VulkanDevice(Device):
                     recording, resources = cb.prepare(table)
                     handles.append(recording.handle)
                     used.extend(resources)
+                    if tracer is not None and recording.timestamps is not None:
+                        timed.append((recording, cb.dispatch_labels()))
                 self.check()
                 serial = self.queue.submit(waits, signals, handles,
                                            [command_buffers, binding_tables])
@@ -209,6 +218,15 @@ class VulkanDevice(Device):
                 resource.last_use = serial
             for s, value in signals:
                 s.resource.gpu_signal = max(s.resource.gpu_signal, value)
+            if tracer is not None:
+                self.dispatch_timing.submitted(tracer, serial, start, timed)
+                tracer.add_flush(self, self._trace_flush)
+        if tracer is not None:
+            tracer.add(tracing.Event("queue_execute", "submit", start,
+                                     time.monotonic_ns() - start, tracing.HOST,
+                                     threading.get_ident(),
+                                     {"device": self.info.name, "serial": serial,
+                                      "command_buffers": len(command_buffers)}))
         self.check()
 
     def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
@@ -292,6 +310,13 @@ class VulkanDevice(Device):
             points.append((semaphore, int(value)))
         return points
 
+    def _trace_flush(self) -> None:
+        """Wait for the traced submissions so their dispatch times are read (tracing.stop)."""
+        try:
+            self.wait_idle()
+        except Error:
+            self.dispatch_timing.clear()
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait for every submission so far, host queue operations (queue_read/queue_write)
         included; True when both drained."""
@@ -329,7 +354,10 @@ class VulkanDevice(Device):
             try:
                 self.queue.abandon_blocked()
                 call(vk.vkDeviceWaitIdle, self.handle)
+                self.queue.poll()  # a trace's timings of the last submissions are read
             finally:
+                self.dispatch_timing.clear()
+                self.queue.on_complete = None
                 self.executables.clear()
                 self.context.release_resources()
                 self.transfer.destroy()

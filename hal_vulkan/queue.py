@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -76,6 +76,10 @@ class Queue:
         self.completed = 0  # last serial known complete
         self.barrier = 0  # the newest barrier's serial (a submission of no resources)
         self.in_flight: deque[Submission] = deque()
+        # Called (with the lock held) when `completed` advances, before anyone can learn it
+        # has: what reads a completed submission's results (trace timings) reads them before
+        # the recordings can be reused.
+        self.on_complete: Callable[[int], None] | None = None
 
     def poll(self) -> int:
         """The newest completed serial; forgets the submissions it covers. Takes the device
@@ -87,6 +91,8 @@ class Queue:
                 completed = fast.counter_value(self.vk_device, self.timeline)
                 if completed > self.completed:
                     self.completed = completed
+                    if self.on_complete is not None:
+                        self.on_complete(completed)
                 while self.in_flight and self.in_flight[0].serial <= self.completed:
                     self.in_flight.popleft()
         return self.completed

@@ -52,13 +52,20 @@ class TimestampQueries:
 
     def read(self, dispatch_count: int) -> list[float]:
         """Seconds each dispatch took (call once the submission has completed)."""
+        return [duration / 1e9 for _, duration in self.read_ns(dispatch_count)]
+
+    def read_ns(self, dispatch_count: int) -> list[tuple[int, int]]:
+        """(start, duration) of each dispatch in nanoseconds of the device's clock (call once
+        the submission has completed)."""
         n = 2 * dispatch_count
         if not n:
             return []
         data = vk.ffi.new("uint64_t[]", n)
         call(vk.vkGetQueryPoolResults, self.context.handle, self.pool, 0, n, 8 * n, data, 8,
              vk.VK_QUERY_RESULT_64_BIT)
-        return [((data[2 * i + 1] - data[2 * i]) & self._mask) * self._period_s
+        period_ns = self._period_s * 1e9
+        return [(round((data[2 * i] & self._mask) * period_ns),
+                 round(((data[2 * i + 1] - data[2 * i]) & self._mask) * period_ns))
                 for i in range(dispatch_count)]
 
     def destroy(self) -> None:

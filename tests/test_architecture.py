@@ -14,7 +14,7 @@ PACKAGES = ("irtk", "spirv", "hal_vulkan", "hal_cpu", "schemas")
 
 # Leaf modules every layer of irtk (and both drivers) may import: errors, the scalar types and
 # the kernel body ops.
-LEAVES = {"irtk.errors", "irtk.types", "irtk.body_ops"}
+LEAVES = {"irtk.errors", "irtk.types", "irtk.body_ops", "irtk.tracing"}
 # Which layers a layer may import (besides itself and LEAVES). A layer is a top-level package, or a
 # subpackage/module of irtk. DESIGN.md, "Packages".
 _RUNTIME = {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules", "schemas"}
@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "irtk.errors": set(),
     "irtk.types": set(),
     "irtk.body_ops": set(),
+    "irtk.tracing": set(),
     "irtk.hal": {"irtk.errors"},
     "irtk.vm": {"irtk.errors", "schemas"},
     "irtk.modules": {"irtk.errors", "irtk.hal", "irtk.vm"},

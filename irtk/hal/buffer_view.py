@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from irtk import tracing
 from irtk.hal import numerics
 from irtk.hal.buffer import Buffer
 from irtk.hal.element_type import ElementType
@@ -28,6 +29,14 @@ class BufferView:
     def to_numpy(self) -> np.ndarray:
         """The contents as an array of the element type's numpy dtype; for a type numpy lacks
         (bf16, f8/f4, i4, i2), its decoded values (`ElementType.value_dtype`)."""
+        tracer = tracing.active
+        if tracer is None:
+            return self._read()
+        with tracer.span("download", "transfer", direction="download",
+                         bytes=self.byte_length, shape=self.format_shape()):
+            return self._read()
+
+    def _read(self) -> np.ndarray:
         et = self.element_type
         if not et.has_numpy_dtype:
             data = self.buffer.read(self.byte_offset, self.byte_length)

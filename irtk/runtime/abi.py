@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from irtk import hal
+from irtk import hal, tracing
 from irtk.errors import InputError
 from irtk.runtime.device_array import DeviceArray
 from irtk.runtime.typed_array import TypedArray, integer_range_error
@@ -160,16 +160,24 @@ def to_buffer_view(value: Any, expected: TensorType | None, device: hal.Device,
     else:
         typed = None
     if typed is not None:
-        buffer = device.allocator.allocate_with_data(typed.to_bytes() if typed.size else b"")
+        buffer = _upload(device, typed.to_bytes() if typed.size else b"")
         return hal.BufferView(buffer, typed.shape, typed.element_type)
     array = to_array(value, expected, where)
     try:
         element_type = hal.ElementType.from_numpy(array.dtype)
     except ValueError:
         raise InputError(f"{where}: unsupported element type {array.dtype}") from None
-    buffer = device.allocator.allocate_with_data(array.data.cast("B")
-                                                 if array.size else b"")
+    buffer = _upload(device, array.data.cast("B") if array.size else b"")
     return hal.BufferView(buffer, tuple(array.shape), element_type)
+
+
+def _upload(device: hal.Device, data: bytes | memoryview) -> hal.Buffer:
+    tracer = tracing.active
+    if tracer is None:
+        return device.allocator.allocate_with_data(data)
+    with tracer.span("upload", "transfer", direction="upload", bytes=memoryview(data).nbytes,
+                     device=device.info.name):
+        return device.allocator.allocate_with_data(data)
 
 
 def to_scalar(value: Any, bank: str, expected: TensorType | None, where: str) -> Any:

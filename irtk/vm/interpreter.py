@@ -30,6 +30,7 @@ import time
 import weakref
 from typing import Any, Callable, Sequence
 
+from irtk import tracing
 from irtk.errors import Error, InputError, RuntimeFailure
 from irtk.vm import fusion, isa, limits as vm_limits, numerics, ref_types
 from irtk.vm.calling_convention import Segment, Signature
@@ -280,8 +281,16 @@ class Context:
         self.exports = {e.name: e.function for e in module.exports}
         if run_init and module.init_function >= 0:
             init = self.functions[module.init_function]
-            self._finish(init, self._loop(init, init.code, list(init.template), 0, [],
-                                          self._budget(init)))
+            tracer = tracing.active
+            if tracer is not None:
+                with tracer.span("call __init", "call", module=module.name):
+                    self._run_init(init)
+            else:
+                self._run_init(init)
+
+    def _run_init(self, init: "_Function") -> None:
+        self._finish(init, self._loop(init, init.code, list(init.template), 0, [],
+                                      self._budget(init)))
 
     # -- calling from Python ---------------------------------------------------------------------
 
@@ -295,6 +304,13 @@ class Context:
     def call(self, function: str | int, args: Sequence[Any] = ()) -> list[Any]:
         """Run an export (by name) or an internal function (by ordinal) with raw VM values;
         blocks while it waits (other in-flight invocations still advance meanwhile)."""
+        tracer = tracing.active
+        if tracer is not None:
+            with tracer.span(f"call {function}", "call", module=self.module.name):
+                return self._call(function, args)
+        return self._call(function, args)
+
+    def _call(self, function: str | int, args: Sequence[Any]) -> list[Any]:
         fn = self._resolve(function)
         regs = self._frame(fn, args)
         with self._lock:
@@ -666,7 +682,12 @@ def _native_call(linked: LinkedImport, gather: Callable[[list], list[Any]],
 
     def run(r: list) -> Any:
         try:
-            value = target(*gather(r))
+            tracer = tracing.active
+            if tracer is None:
+                value = target(*gather(r))
+            else:
+                with tracer.span(name, "hal"):
+                    value = target(*gather(r))
         except RuntimeFailure as e:
             raise RuntimeFailure(f"{e} (in {where})") from e
         except Error:
