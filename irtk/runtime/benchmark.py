@@ -4,14 +4,19 @@ The arguments are converted and uploaded once; each call then passes the same bu
 what is timed is the call itself (host code, submissions, the device's work and the wait for
 it), not moving numpy arrays. A repetition calls the function until `min_time` seconds have
 passed and reports the mean time per call; the summary is over the repetitions.
+
+Then, unless `device_times=False`, a few more calls run traced (`irtk.tracing`) for the device
+time of each dispatch: Vulkan's timestamp queries, the CPU drivers' host clock. They are kept
+apart from the timed calls, which tracing would slow down.
 """
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from irtk import tracing
 from irtk.errors import InputError
 
 
@@ -37,6 +42,8 @@ class BenchmarkResult:
     iterations: list[int]
     min_time: float
     warmup: int
+    # Per dispatch (in the order first seen): name, count, total/median/min/max ms of device time.
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def median_ms(self) -> float:
@@ -60,7 +67,8 @@ class BenchmarkResult:
                 "repetitions": len(self.times), "iterations": list(self.iterations),
                 "min_time_s": self.min_time, "warmup": self.warmup,
                 "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-                "mean_ms": self.mean_ms, "times_ms": [1e3 * t for t in self.times]}
+                "mean_ms": self.mean_ms, "times_ms": [1e3 * t for t in self.times],
+                "dispatches": list(self.dispatches)}
 
     def table(self) -> str:
         """A Google-benchmark-like table: one row per repetition, then median, min, max."""
@@ -73,11 +81,18 @@ class BenchmarkResult:
         for label, value in (("median", self.median_ms), ("min", self.min_ms),
                              ("max", self.max_ms)):
             rows.append(f"{name + '_' + label:<{width}} {value:>12.4f}")
+        if self.dispatches:
+            rows.append("")
+            rows.append(f"device time per dispatch (median of {self.dispatches[0]['count']} "
+                        "traced calls):")
+            for d in self.dispatches:
+                rows.append(f"  {d['name']:<{max(width - 2, 1)}} {d['median_ms']:>12.4f}")
         return "\n".join(rows)
 
 
 def benchmark(function: Benchmarked, args: tuple[Any, ...] | list[Any], *,
-              repetitions: int = 5, min_time: float = 0.1, warmup: int = 1) -> BenchmarkResult:
+              repetitions: int = 5, min_time: float = 0.1, warmup: int = 1,
+              device_times: bool = True) -> BenchmarkResult:
     """Time `function(*args)` with the arguments made resident once (module docstring)."""
     if repetitions < 1:
         raise InputError(f"benchmark repetitions must be at least 1, got {repetitions}")
@@ -101,5 +116,27 @@ def benchmark(function: Benchmarked, args: tuple[Any, ...] | list[Any], *,
                 break
         times.append(elapsed / count)
         iterations.append(count)
+    dispatches = _dispatch_times(function, vm_args, repetitions) if device_times else []
     return BenchmarkResult(function.name, function.module.device.info.name, times, iterations,
-                           min_time, warmup)
+                           min_time, warmup, dispatches)
+
+
+def _dispatch_times(function: Benchmarked, vm_args: list[Any],
+                    calls: int) -> list[dict[str, Any]]:
+    """Device time of each dispatch over `calls` traced calls (into the active trace if there
+    is one, else a private one)."""
+    context = function.module.context
+    own = tracing.active is None
+    tracer = tracing.start() if own else tracing.active
+    assert tracer is not None
+    first = len(tracer.events)
+    try:
+        for _ in range(calls):
+            context.call(function.name, list(vm_args))
+    finally:
+        if own:
+            tracing.stop()
+        else:
+            tracer.flush()
+    stats = tracing.Statistics.of(tracer.events[first:])
+    return [d.to_dict() for d in stats.dispatches.values()]

@@ -136,11 +136,13 @@ class ExportedFunction:
                          self.module.device if device_results else None)
 
     def benchmark(self, *args: Any, repetitions: int = 5, min_time: float = 0.1,
-                  warmup: int = 1) -> "BenchmarkResult":
+                  warmup: int = 1, device_times: bool = True) -> "BenchmarkResult":
         """Time calls with these arguments, uploaded once (irtk.runtime.benchmark): median,
-        min and max seconds per call over `repetitions` runs of at least `min_time` s each."""
+        min and max seconds per call over `repetitions` runs of at least `min_time` s each;
+        then (unless `device_times=False`) the device time of each dispatch, traced."""
         from irtk.runtime.benchmark import benchmark
-        return benchmark(self, args, repetitions=repetitions, min_time=min_time, warmup=warmup)
+        return benchmark(self, args, repetitions=repetitions, min_time=min_time, warmup=warmup,
+                         device_times=device_times)
 
     def prepare(self, args: tuple[Any, ...] | list[Any]) -> list[Any]:
         """The VM values a call passes for `args` (tensors as buffer views on the device):
