@@ -297,9 +297,11 @@ def default_target(device: str) -> str:
 def run_compiled(compiled: CompiledFile, device: str | hal.Device = "local-task",
                  include_args: bool = False, seed: int | None = None,
                  on_result: Callable[[CheckResult], None] | None = None,
-                 only: Collection[str] | None = None) -> list[CheckResult]:
+                 only: Collection[str] | None = None,
+                 on_start: Callable[[str, int, int], None] | None = None) -> list[CheckResult]:
     """Run every test function of `compiled` (or those named in `only`) on `device`; one
-    result per function, in file order. `on_result` sees each result as soon as it is known."""
+    result per function, in file order. `on_start(name, index, count)` is told before each
+    function runs (a progress line), `on_result` sees each result as soon as it is known."""
     from irtk import runtime
     dev = hal.registry.get_device(device) if isinstance(device, str) else device
     rng = np.random.default_rng(seed)
@@ -312,7 +314,10 @@ def run_compiled(compiled: CompiledFile, device: str | hal.Device = "local-task"
         except Exception as e:  # noqa: BLE001 - find out which functions the device refuses
             load_error = e
     results = []
-    for f in compiled.tests(include_args, only):
+    tests = compiled.tests(include_args, only)
+    for index, f in enumerate(tests):
+        if on_start is not None:
+            on_start(f.name, index, len(tests))
         if f.name in compiled.compile_failures:
             result = _compile_failure(f.name, compiled.compile_failures[f.name], dev)
         elif whole is not None:

@@ -30,6 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except Error as e:
+        _clear_progress()
         print(_error_text(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -194,21 +195,33 @@ def _module_arguments(p: argparse.ArgumentParser) -> None:
                         "(repeat per argument)")
     p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
                    help="fail the load or a call if it runs longer (VM code and waits)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write a Chrome/Perfetto trace (JSON) of the load and the calls: VM "
+                        "calls, hal calls, submissions, dispatches with their device time")
+    p.add_argument("--print_statistics", action="store_true",
+                   help="print calls, submissions, dispatches (count and device time each) "
+                        "and bytes moved to standard error")
 
 
-def _progress_line(after: float = 1.0) -> Callable[[str], None] | None:
-    """On a terminal, a progress line on standard error once a compile has taken `after`
-    seconds (models take seconds), rewritten in place and cleared at exit; else None."""
+def _progress_line(label: str = "compiling") -> Callable[[str], None] | None:
+    """On a terminal, a progress line (`label: what`) on standard error once a compile or a
+    check has taken a second (models take seconds; IRTK_PROGRESS_AFTER sets the seconds),
+    rewritten in place and cleared before other output (`_clear_progress`) and at exit;
+    else None."""
     if not sys.stderr.isatty():
         return None
     import atexit
     import time
+    try:
+        after = float(os.environ.get("IRTK_PROGRESS_AFTER", "1"))
+    except ValueError:
+        after = 1.0
     start = time.monotonic()
     shown = [False]
 
     def show(what: str) -> None:
         if time.monotonic() - start >= after:
-            sys.stderr.write(f"\r\033[Kcompiling: {what}")
+            sys.stderr.write(f"\r\033[K{label}: {what}")
             sys.stderr.flush()
             shown[0] = True
 
@@ -216,8 +229,19 @@ def _progress_line(after: float = 1.0) -> Callable[[str], None] | None:
         if shown[0]:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+            shown[0] = False
     atexit.register(clear)
+    _PROGRESS_CLEARS.append(clear)
     return show
+
+
+# How to wipe the progress lines shown, before an error message is printed in their place.
+_PROGRESS_CLEARS: list[Callable[[], None]] = []
+
+
+def _clear_progress() -> None:
+    for clear in _PROGRESS_CLEARS:
+        clear()
 
 
 def _min_time(text: str) -> float:
@@ -334,6 +358,37 @@ def _load_for_run(args: argparse.Namespace) -> tuple[Any, str]:
     return module, _run_function(args.function, module.function_names)
 
 
+def _traced(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`--trace FILE` and `--print_statistics` for `run` and `benchmark`: the whole command
+    (the load included) is traced; the trace is written, and the statistics printed, even
+    when the command fails, so a failure can be looked at."""
+    def traced(args: argparse.Namespace) -> int:
+        if not args.trace and not args.print_statistics:
+            return command(args)
+        from irtk import tracing
+        if args.trace:
+            folder = Path(args.trace).parent
+            if str(folder) and not folder.is_dir():
+                raise InputError(f"--trace {args.trace}: folder '{folder}' does not exist")
+        tracing.start()
+        try:
+            return command(args)
+        finally:
+            tracer = tracing.stop()
+            if args.trace:
+                try:
+                    tracer.save(args.trace)
+                except OSError as e:
+                    raise InputError(f"cannot write trace '{args.trace}': {e.strerror}") \
+                        from None
+            if args.print_statistics:
+                sys.stdout.flush()
+                print(tracer.statistics().table(), file=sys.stderr)
+    traced.__name__ = command.__name__
+    return traced
+
+
+@_traced
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     from irtk import runtime
     module, function = _load_for_run(args)
@@ -352,6 +407,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
+@_traced
 def _cmd_run(args: argparse.Namespace) -> int:
     from irtk import runtime
     module, function = _load_for_run(args)
@@ -466,7 +522,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             from irtk.compiler.targets import suited_profile
             vulkan_target = suited_profile(device.info) if device.info.driver == "vulkan" \
                 else "default"
-        compiled = check_runner.compile_checks(args.input, target, vulkan_target=vulkan_target)
+        compiled = check_runner.compile_checks(args.input, target, vulkan_target=vulkan_target,
+                                               progress=_progress_line())
+        _clear_progress()
         names = [f.name for f in compiled.tests(include_args=True)]
         unknown = [n for n in args.function if n not in names]
         if unknown:
@@ -476,7 +534,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(_error_text(e), file=sys.stderr)
         return 2
 
+    progress = _progress_line("checking")
+
+    def starting(name: str, index: int, count: int) -> None:
+        if progress is not None:
+            progress(f"{name} ({index + 1}/{count})")
+
     def report(result: check_runner.CheckResult) -> None:
+        _clear_progress()
         first, *rest = result.line().split("\n")
         print(first)
         for line in rest:
@@ -485,7 +550,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     results = check_runner.run_compiled(compiled, device,
                                         include_args=args.all or bool(args.function),
-                                        seed=args.seed, on_result=report,
+                                        seed=args.seed, on_result=report, on_start=starting,
                                         only=set(args.function) or None)
     print(check_runner.summary(results))
     return 1 if any(r.status == check_runner.FAIL for r in results) else 0

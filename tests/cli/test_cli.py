@@ -390,6 +390,40 @@ def test_benchmark_prints_a_table_or_json(both):
                       "repetitions must be at least 1")
 
 
+@pytest.mark.parametrize("device", ["local-task"] + vulkan_device_uris())
+def test_run_and_benchmark_write_a_trace_and_print_statistics(both, device, tmp_path):
+    import json
+    inputs = ["--input=2x4xf32=1,-2,3,-4,0.5,0,-0.5,2", "--input=4xf32=1 1 1 1"]
+    trace = tmp_path / "run.json"
+    p = irtk("run", str(both), f"--device={device}", *inputs, f"--trace={trace}",
+             "--print_statistics")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("EXEC @main\n")   # results alone on standard output
+    assert "calls: 2" in p.stderr               # __init and main
+    assert "dispatches: 2" in p.stderr and "bytes uploaded: 48" in p.stderr
+    assert "bytes downloaded: 64" in p.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    assert {"call __init", "call main", "queue_execute", "hal.executable.create"} <= \
+        {e["name"] for e in complete}
+    assert len([e for e in complete if e["cat"] == "dispatch"]) == 2
+    trace = tmp_path / "bench.json"
+    p = irtk("benchmark", str(both), f"--device={device}", *inputs, f"--trace={trace}",
+             "--benchmark_repetitions=2", "--benchmark_min_time=0.01", "--json")
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert [d["count"] for d in result["dispatches"]] == [2, 2]
+    assert len([e for e in json.loads(trace.read_text())["traceEvents"]
+                if e.get("cat") == "dispatch"]) >= 2 * (1 + 2 + 2)
+
+
+def test_trace_into_a_missing_folder_is_refused_before_anything_runs(both, tmp_path):
+    p = irtk("run", str(both), "--device=local-sync", "--input=2x4xf32=1", "--input=4xf32=1",
+             f"--trace={tmp_path / 'no' / 't.json'}")
+    assert_user_error(p, "folder")
+    assert "EXEC" not in p.stdout and not (tmp_path / "no").exists()
+
+
 def test_dump_metadata_summarizes_what_built_the_module(both):
     p = irtk("dump", "--metadata", str(both))
     assert p.returncode == 0, p.stderr
@@ -441,3 +475,61 @@ def test_verbose_logs_the_phases_and_progress_is_reported(tmp_path):
     seen: list[str] = []
     api.compile_file(str(EXAMPLE), target="cpu", progress=seen.append)
     assert seen[0].startswith("parse and import") and "host code generation" in seen
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run the CLI with standard error on a pseudo-terminal (progress lines show there at once:
+    IRTK_PROGRESS_AFTER=0): exit code, standard output, what the terminal got."""
+    import os
+    import pty
+    main_fd, child_fd = pty.openpty()
+    env = {**os.environ, "IRTK_PROGRESS_AFTER": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "irtk.cli", *args], stdout=subprocess.PIPE,
+                            stderr=child_fd, env=env)
+    os.close(child_fd)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:   # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out, _ = proc.communicate(timeout=300)
+    os.close(main_fd)
+    return proc.returncode, out.decode(), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_lines_on_a_terminal_are_cleared_before_an_error(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(EXAMPLE.read_text() + "\nfunc.func @g() {\n  %x = arith.addf %y, %y : f32\n"
+                   "  return\n}\n")
+    code, _, terminal = _on_a_terminal("compile", str(bad), "-o", str(tmp_path / "b.vmfb"))
+    assert code == 1
+    assert "compiling: parse and import" in terminal
+    # The error starts on a cleared line, not after the progress text.
+    last = terminal.rsplit("\x1b[K", 1)[-1]
+    assert last.lstrip("\r\n").startswith(str(bad)), repr(terminal)
+    assert "Traceback" not in terminal
+
+
+def test_check_shows_which_function_runs_on_a_terminal(tmp_path):
+    checks = tmp_path / "checks.mlir"
+    checks.write_text("""func.func @first() {
+  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  check.expect_almost_eq_const(%a, dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32>
+  return
+}
+func.func @second() {
+  %a = arith.constant dense<[3, 4]> : tensor<2xi32>
+  check.expect_eq_const(%a, dense<[3, 4]> : tensor<2xi32>) : tensor<2xi32>
+  return
+}
+""")
+    code, out, terminal = _on_a_terminal("check", str(checks), "--device=local-sync")
+    assert code == 0, out + terminal
+    assert "checking: first (1/2)" in terminal and "checking: second (2/2)" in terminal
+    assert terminal.endswith("\x1b[K"), repr(terminal)   # nothing left on the terminal
+    assert out.splitlines() == ["[PASS] first", "[PASS] second",
+                                "2 passed, 0 failed, 0 skipped"]
