@@ -1,36 +1,52 @@
-"""The docs' examples run: each Python block of docs/python.md, in order, in one namespace (a
-block may use what an earlier one defined)."""
+"""The docs' examples run as written.
+
+- Python blocks (```python) of each document, in order, in one namespace per document (a block
+  may use what an earlier one defined), in a folder holding the files the document defines.
+- Files: a block right after `<!-- file: NAME -->` is written to NAME before anything runs.
+- Shell blocks (```sh) whose commands are `irtk ...`, in order, in that folder: each must
+  succeed; a command shown as `$ irtk ...` must print exactly the lines that follow it.
+  `irtk check` exits 1 exactly when it prints a [FAIL] line (docs/check.md, exit status).
+  Blocks of other commands (the developer's pytest and scripts) are not run here.
+"""
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import vulkan_device_uris
+
 ROOT = Path(__file__).resolve().parents[1]
+# Each document with examples. They run in a fresh folder holding a copy of examples/ (the
+# README's examples name files there) and the document's own files.
+DOCUMENTS = ["README.md", "docs/check.md", "docs/cli.md", "docs/python.md", "docs/spirv.md",
+             "docs/vm.md"]
+Step = tuple[str, "list[str] | None"]
 
 
-def python_blocks(path: Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", path.read_text(), re.S | re.M)
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", text, re.S | re.M)
 
 
-def test_the_python_api_examples_run():
-    blocks = python_blocks(ROOT / "docs" / "python.md")
-    assert len(blocks) >= 6
-    namespace: dict[str, object] = {}
-    for i, block in enumerate(blocks):
-        code = compile(block, f"docs/python.md (example {i + 1})", "exec")
-        exec(code, namespace)  # noqa: S102 - the project's own documentation
+def doc_files(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^<!-- file: (\S+) -->\n```\w*\n(.*?)^```$", text, re.S | re.M))
 
 
-def cli_steps(path: Path) -> tuple[dict[str, str], list[tuple[str, list[str] | None]]]:
-    """The files docs/cli.md defines (`<!-- file: NAME -->` before a block) and its shell
-    commands in order, each with the output it shows (`$ command` lines) or None."""
-    text = path.read_text()
-    files = {name: body for name, body in
-             re.findall(r"^<!-- file: (\S+) -->\n```\w*\n(.*?)^```$", text, re.S | re.M)}
-    steps: list[tuple[str, list[str] | None]] = []
+def shell_steps(text: str) -> list[Step]:
+    """The `irtk` commands of the shell blocks in order, each with the output it shows (`$`
+    commands) or None."""
+    steps: list[Step] = []
     for block in re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M):
         lines = block.splitlines()
-        if lines and lines[0].startswith("$ "):
+        first = lines[0].removeprefix("$ ") if lines else ""
+        if not first.startswith("irtk "):
+            continue
+        if lines[0].startswith("$ "):
             for line in lines:
                 if line.startswith("$ "):
                     steps.append((line[2:], []))
@@ -40,40 +56,62 @@ def cli_steps(path: Path) -> tuple[dict[str, str], list[tuple[str, list[str] | N
                     output.append(line)
         else:
             steps += [(re.sub(r"\s+#.*$", "", line), None) for line in lines if line.strip()]
-    return files, steps
+    return steps
 
 
-def test_the_cli_examples_run_and_print_what_they_show(tmp_path):
-    import shlex
-    import subprocess
-    import sys
+def _run_step(command: str, expected: list[str] | None, folder: Path) -> None:
+    words = shlex.split(command)
+    assert words[0] == "irtk", command
+    stdout = None
+    if ">" in words:
+        at = words.index(">")
+        stdout = open(folder / words[at + 1], "wb")  # noqa: SIM115 - closed below
+        words = words[:at]
+    try:
+        p = subprocess.run([sys.executable, "-m", "irtk.cli", *words[1:]], cwd=folder,
+                           stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=300)
+    finally:
+        if stdout is not None:
+            stdout.close()
+    out = p.stdout.decode() if p.stdout is not None else ""
+    failed = words[1] == "check" and "\n[FAIL] " in "\n" + out
+    assert p.returncode == (1 if failed else 0), f"{command}\n{out}\n{p.stderr.decode()}"
+    if expected is not None:
+        assert out.splitlines() == expected, command
 
-    from tests.conftest import vulkan_device_uris
-    files, steps = cli_steps(ROOT / "docs" / "cli.md")
-    assert {"prog.mlir", "scale.mlir"} <= set(files) and len(steps) >= 10
-    for name, body in files.items():
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_the_examples_of_each_document_run(document, tmp_path, monkeypatch):
+    text = (ROOT / document).read_text()
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    for name, body in doc_files(text).items():
         (tmp_path / name).write_text(body)
-    has_vulkan = bool(vulkan_device_uris())
+    steps = shell_steps(text)
+    blocks = python_blocks(text)
+    assert steps or blocks, f"{document} has no examples: take it out of DOCUMENTS"
+    if not vulkan_device_uris() and "vulkan" in text:
+        pytest.skip("the examples use a Vulkan device")
+    monkeypatch.chdir(tmp_path)
     for command, expected in steps:
-        words = shlex.split(command)
-        assert words[0] == "irtk", command
-        if not has_vulkan and ("vulkan" in command or
-                               any(w.startswith("prog.vmfb") for w in words)):
-            continue   # the Vulkan examples need a Vulkan device
-        stdout = None
-        if ">" in words:
-            at = words.index(">")
-            stdout = open(tmp_path / words[at + 1], "wb")   # noqa: SIM115 - closed below
-            words = words[:at]
-        try:
-            p = subprocess.run([sys.executable, "-m", "irtk.cli", *words[1:]], cwd=tmp_path,
-                               stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=300)
-        finally:
-            if stdout is not None:
-                stdout.close()
-        assert p.returncode == 0, f"{command}\n{p.stderr.decode()}"
-        if expected is not None:
-            assert p.stdout.decode().splitlines() == expected, command
-    assert not has_vulkan or (tmp_path / "trace.json").stat().st_size > 0
-    assert (tmp_path / "prog-cpu.vmfb").read_bytes()[4:8] == b"IRTK"
+        _run_step(command, expected, tmp_path)
+    namespace: dict[str, object] = {}
+    for i, block in enumerate(blocks):
+        code = compile(block, f"{document} (example {i + 1})", "exec")
+        exec(code, namespace)  # noqa: S102 - the project's own documentation
+
+
+def test_the_documents_with_examples_are_all_run():
+    with_examples = {str(p.relative_to(ROOT)) for p in [ROOT / "README.md",
+                                                        *(ROOT / "docs").glob("*.md")]
+                     if python_blocks(p.read_text()) or shell_steps(p.read_text())}
+    assert with_examples == set(DOCUMENTS)
+
+
+def test_the_cli_page_covers_run_benchmark_and_traces(tmp_path):
+    steps = shell_steps((ROOT / "docs" / "cli.md").read_text())
+    commands = {shlex.split(c)[1] for c, _ in steps}
+    assert {"compile", "run", "benchmark"} <= commands
+    assert any("--trace=" in c for c, _ in steps) and \
+        any("--print_statistics" in c for c, _ in steps)
+    assert {"prog.mlir", "scale.mlir"} <= set(doc_files((ROOT / "docs" / "cli.md").read_text()))
