@@ -15,9 +15,12 @@ from typing import TypeAlias
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import (DYNAMIC_INDEX, AnyDenseElement, AnyFloat, BFloat16Type,
-                                   ComplexType, DenseIntOrFPElementsAttr, Float16Type,
+                                   ComplexType, DenseIntOrFPElementsAttr, DenseResourceAttr,
+                                   Float16Type,
                                    Float32Type, Float64Type, IndexType, IntegerType, ModuleOp,
-                                   RankedStructure, ReducedPrecisionFloatType, Signedness)
+                                   RankedStructure, ReducedPrecisionFloatType, ShapedType,
+                                   Signedness)
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.irdl import AttrConstraint, base
 from xdsl.ir import Operation, TypeAttribute
 from xdsl.parser import AttrParser, Parser
@@ -25,7 +28,8 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
-from irtk.compiler.frontend import dense_literal, verifier
+from irtk.compiler.frontend import dense_literal, resources, verifier
+from irtk.compiler.frontend.resources import Resources
 from irtk.compiler.frontend.source_map import SourceMap
 from irtk.errors import ParseError
 
@@ -72,10 +76,35 @@ class _HexElement(Parser._TensorLiteralElement):
 
 
 class _LocatingParser(Parser):
-    """xDSL's parser, recording the start offset of every op it parses, and reading hex dense
-    elements as bit patterns."""
+    """xDSL's parser, recording the start offset of every op it parses, reading hex dense
+    elements as bit patterns, and keeping `dense_resource` uses and blobs (resources.py)."""
 
     source_map: SourceMap
+    resources: Resources
+
+    def _parse_builtin_dense_resource_attr(self) -> DenseResourceAttr:
+        """`dense_resource<HANDLE> : TYPE`, recorded here instead of in xDSL's process-wide
+        resource storage."""
+        self.parse_characters("<", " in dense_resource attribute")
+        start = self._current_token.span.start
+        handle = self.parse_identifier(context_msg=" for resource handle")
+        self.resources.use(handle, start)
+        self.parse_characters(">", " in dense_resource attribute")
+        self.parse_characters(":", " in dense_resource attribute")
+        type = self.parse_type()
+        if not isinstance(type, ShapedType):
+            self.raise_error(f"dense resource should have a shaped type, got: {type}")
+        return DenseResourceAttr.from_params(handle, type)
+
+    def _parse_resource(self, dialect_name: str, interface: OpAsmDialectInterface) -> None:
+        """One `HANDLE: "0x..."` entry of `dialect_resources`: builtin blobs are kept here."""
+        if dialect_name != "builtin":
+            super()._parse_resource(dialect_name, interface)
+            return
+        handle = self.parse_identifier(context_msg=" for resource handle")
+        self._parse_token(MLIRTokenKind.COLON, "expected `:`")
+        start = self._current_token.span.start
+        self.resources.blobs[handle] = (self.parse_str_literal(), start)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -211,6 +240,7 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
     try:
         parser = _LocatingParser(_context(), text, filename)   # lexes the first token
         parser.source_map = source_map
+        parser.resources = Resources()
         module = parser.parse_module()
     except ParseError:
         raise
@@ -227,6 +257,7 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
         offset = parser._current_token.span.start if parser is not None else 0  # noqa: SLF001
         line, col = source_map.line_col(offset)
         raise ParseError(f"{filename}:{line}:{col}: error: {_describe(e)}") from None
+    resources.resolve(module, parser.resources, source_map)
     try:
         module.verify()
     except VerifyException as e:
