@@ -13,6 +13,8 @@ from irtk.compiler.host_values import TensorVal
 from irtk.types import SCALAR_TYPES
 from irtk.vm.writer import Label, Reg
 
+FAILED_PRECONDITION = 9   # IREE's status code for a failed assertion (vm.cond_fail)
+
 
 class ControlFlowLowering(BufferLowering):
     def carried(self, values: list[tir.Value]) -> list[TensorVal | Reg]:
@@ -26,6 +28,14 @@ class ControlFlowLowering(BufferLowering):
             else:
                 out.append(self.new(SCALAR_TYPES[v.type.name].vm_bank))
         return out
+
+    def op_cf_assert(self, op: tir.Op) -> None:
+        """`cf.assert %cond, "msg"`: the call fails with the message (and where the assert is)
+        when the condition is false, as IREE's `vm.cond_fail` does."""
+        cond = self.scalar(op.operands[0])
+        where = f"{op.location}: " if op.location else ""
+        self.fail_unless(cond, f"{where}assertion failed: {op.attrs.get('message', '')}",
+                         FAILED_PRECONDITION)
 
     def move(self, targets: list[TensorVal | Reg], sources: list[tir.Value]) -> None:
         """Parallel move: sources first into temporaries, so targets may be sources too."""

@@ -39,6 +39,7 @@ Op kinds (`Op.kind`) and what they carry. Every op has `location` ("file:line:co
   scf.yield / scf.condition   region terminators
   global.load     attrs name -> result;  global.store  attrs name, operand value
   check.expect_true / expect_false / expect_all_true   operand
+  cf.assert       operand cond (i1); attrs message: the call fails unless cond holds
   check.expect_eq / expect_almost_eq   operands lhs, rhs; attrs atol, rtol (almost_eq)
   arith.* / math.*  host scalar ops with the kernel Op attributes (attrs predicate, value)
 """

@@ -15,6 +15,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from irtk import body_ops
 from irtk.compiler import tir
+from irtk.compiler.frontend.assertions import check_body_assert, constant_value
 from irtk.compiler.frontend.body import Body, Unsupported
 from irtk.compiler.frontend.convert import element_type_name
 from irtk.compiler.frontend.dialects.linalg import IndexOp
@@ -84,7 +85,17 @@ def translate_block(imp: ImportContext, body: Body, block: Block, env: dict[SSAV
             env[bop.result] = body.extract(gather_pos[bop.tensor],
                                            [use(i, bop) for i in bop.indices],
                                            element_type_name(bop.result.type, bop))
-        elif len(bop.results) != 1:   # cf.assert, a branch, ...: no kernel body op
+        elif bop.name == "cf.assert":   # proved at compile time, or refused
+            check_body_assert(bop)
+        elif bop.name in ("arith.truncf", "arith.extf") and \
+                constant_value(bop.results[0], 4) is not None:
+            # A constant converted (BatchNorm's f64 epsilon truncated to f32): the converted
+            # constant, so the kernel does not compute in the wider type for it.
+            t = element_type_name(bop.results[0].type, bop)
+            value = constant_value(bop.results[0], 4)
+            assert value is not None
+            env[bop.results[0]] = body.const(float(value), t)
+        elif len(bop.results) != 1:   # a branch, ...: no kernel body op
             raise Unsupported(f"unsupported op '{bop.name}' in a generic body", bop)
         else:
             args = [use(v, bop) for v in bop.operands]

@@ -231,6 +231,10 @@ class FunctionImporter:
             self.bind(op, top.results)
         elif name.startswith(("arith.", "math.")):
             self.arith(op)
+        elif name == "cf.assert":   # a runtime check: the call fails with the message
+            msg = op.properties.get("msg") or op.attributes.get("msg")
+            self.emit("cf.assert", [self.value(op.operands[0])], [], op,
+                      message=getattr(msg, "data", ""))
         elif name.startswith("cf.") and op.successors:
             parent = op.parent_op()
             where = f"the region of '{parent.name}'" if parent is not None else "a region"
