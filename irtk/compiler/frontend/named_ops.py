@@ -131,6 +131,11 @@ _CONVS = {
     "conv_2d_nchw_fchw": ("n f oh ow c kh kw", "n c oh+kh ow+kw", "f c kh kw", "n f oh ow"),
     "conv_2d_ngchw_fgchw": ("n g f oh ow c kh kw", "n g c oh+kh ow+kw", "f g c kh kw",
                             "n g f oh ow"),
+    # Grouped convolutions as torch-mlir writes them for `groups > 1` (NCHW reshaped to NGCHW).
+    "conv_2d_ngchw_gfchw": ("n g f oh ow c kh kw", "n g c oh+kh ow+kw", "g f c kh kw",
+                            "n g f oh ow"),
+    "conv_2d_nhwgc_gfhwc": ("n oh ow g f kh kw c", "n oh+kh ow+kw g c", "g f kh kw c",
+                            "n oh ow g f"),
     "conv_3d_ndhwc_dhwcf": ("n od oh ow f kd kh kw c", "n od+kd oh+kh ow+kw c",
                             "kd kh kw c f", "n od oh ow f"),
     "depthwise_conv_1d_nwc_wc": ("n ow c kw", "n ow+kw c", "kw c", "n ow c"),

@@ -389,7 +389,7 @@ fill copy transpose broadcast reduce map softmax
 add sub mul div div_unsigned max min powf exp log abs ceil floor negf reciprocal round sqrt
 rsqrt square tanh erf select
 conv_1d conv_2d conv_3d conv_1d_nwc_wcf conv_1d_ncw_fcw conv_2d_nhwc_hwcf conv_2d_nhwc_fhwc
-conv_2d_nchw_fchw conv_2d_ngchw_fgchw conv_2d_nhwc_hwcf_q conv_2d_nhwc_fhwc_q conv_3d_ndhwc_dhwcf
+conv_2d_nchw_fchw conv_2d_ngchw_fgchw conv_2d_ngchw_gfchw conv_2d_nhwgc_gfhwc conv_2d_nhwc_hwcf_q conv_2d_nhwc_fhwc_q conv_3d_ndhwc_dhwcf
 depthwise_conv_1d_nwc_wc depthwise_conv_1d_ncw_cw depthwise_conv_2d_nhwc_hwc
 depthwise_conv_2d_nchw_chw depthwise_conv_2d_nhwc_hwc_q depthwise_conv_3d_ndhwc_dhwc
 pooling_nhwc_sum pooling_nhwc_max pooling_nhwc_min pooling_nhwc_max_unsigned
