@@ -108,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
                         "dispatch, stream, vm, or all")
     c.add_argument("--dump-spirv", metavar="DIR",
                    help="write each shader's SPIR-V binary (.spv) and disassembly (.spvasm)")
+    c.add_argument("--demote-f64", action="store_true",
+                   help="compute in f32 what the program writes in f64 (as IREE's "
+                        "--iree-input-demote-f64-to-f32), for devices without 64-bit floats")
     c.add_argument("--partial", action="store_true",
                    help="keep a function that fails to compile as a stub that fails when "
                         "called, instead of failing the compile (its errors are printed)")
@@ -295,6 +298,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                                       "dump_after": args.dump_after,
                                       "dump_spirv": args.dump_spirv,
                                       "partial": args.partial,
+                                      "demote_f64": args.demote_f64,
                                       "progress": _progress_line()}
     with warnings.catch_warnings(record=True) as left_out:
         warnings.simplefilter("always", CompileWarning)

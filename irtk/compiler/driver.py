@@ -54,6 +54,7 @@ class CompileOptions(TypedDict, total=False):
     dump_spirv: str | None
     partial: bool
     progress: Progress | None
+    demote_f64: bool
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Unpack[CompileOptions]
@@ -84,10 +85,10 @@ def parse_dump_phases(spec: str | Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def import_program(text: str, filename: str) -> tir.Program:
-    """MLIR text -> TIR, through the front end."""
+def import_program(text: str, filename: str, demote_f64: bool = False) -> tir.Program:
+    """MLIR text -> TIR, through the front end (f64 made f32 first with `demote_f64`)."""
     from irtk.compiler.frontend import parse_program
-    return parse_program(text, filename)
+    return parse_program(text, filename, demote_f64=demote_f64)
 
 
 def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<string>",
@@ -95,10 +96,12 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 dump_after: str | Sequence[str] | None = None,
                 dump: Callable[[str], None] | None = None,
                 dump_spirv: str | None = None, partial: bool = False,
-                progress: Progress | None = None) -> bytes:
+                progress: Progress | None = None, demote_f64: bool = False) -> bytes:
     """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
     such functions' messages); with `partial=True` it becomes a stub with its signature that
-    fails when called, and the rest of the module is kept (`irtk check` runs files so)."""
+    fails when called, and the rest of the module is kept (`irtk check` runs files so).
+    `demote_f64=True` computes in f32 what the program writes in f64, as IREE's
+    `--iree-input-demote-f64-to-f32` does (frontend/demote.py)."""
     from irtk.compiler.frontend.source_map import quote_source
     name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
                            else "module")
@@ -106,7 +109,7 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CompileWarning)
             with _phase(f"parse and import {filename}", progress):
-                program = import_program(text, filename)
+                program = import_program(text, filename, demote_f64)
             data = compile_program(program, target=target, vulkan_target=vulkan_target,
                                    module_name=name, dump_after=dump_after, dump=dump,
                                    dump_spirv=dump_spirv, partial=partial, progress=progress)

@@ -28,7 +28,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
-from irtk.compiler.frontend import dense_literal, resources, verifier
+from irtk.compiler.frontend import demote, dense_literal, resources, verifier
 from irtk.compiler.frontend.resources import Resources
 from irtk.compiler.frontend.source_map import SourceMap
 from irtk.errors import ParseError
@@ -233,8 +233,10 @@ def _context() -> Context:
     return _CONTEXT
 
 
-def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceMap]:
-    """Parse and verify MLIR text; raises ParseError with `file:line:col: error: ...`."""
+def parse_mlir(text: str, filename: str = "<string>", *,
+               demote_f64: bool = False) -> tuple[ModuleOp, SourceMap]:
+    """Parse and verify MLIR text (with `demote_f64`, every f64 made f32 first: demote.py);
+    raises ParseError with `file:line:col: error: ...`."""
     source_map = SourceMap(filename, text)
     parser: _LocatingParser | None = None
     try:
@@ -258,6 +260,8 @@ def parse_mlir(text: str, filename: str = "<string>") -> tuple[ModuleOp, SourceM
         line, col = source_map.line_col(offset)
         raise ParseError(f"{filename}:{line}:{col}: error: {_describe(e)}") from None
     resources.resolve(module, parser.resources, source_map)
+    if demote_f64:
+        demote.demote_f64(module, source_map)
     try:
         module.verify()
     except VerifyException as e:

@@ -92,7 +92,8 @@ class ShaderInterface:
         if "f64" in kinds and not self.profile.float64:
             raise CompileError(f"{where} computes in f64, which needs 64-bit floats "
                                f"(shaderFloat64); target profile '{self.profile.name}' lacks "
-                               f"it (use a profile with float64, e.g. --vulkan-target=llvmpipe)")
+                               f"it (use a profile with float64, e.g. --vulkan-target=llvmpipe, or "
+                               f"compute in f32 with --demote-f64)")
         if "i64" in kinds and not self.profile.int64:
             self.e.emulate_i64 = True       # uvec2 words: int64_emulation.py
         elif "i64" in kinds:
