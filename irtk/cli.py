@@ -70,6 +70,13 @@ def _device_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"{', '.join(registry.driver_names())}, vulkan://N or vulkan://NAME")
 
 
+def _keep_f64_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-f64", action="store_true",
+                        help="compute f64 in f64; by default it is computed in f32, as IREE's "
+                             "--iree-input-demote-f64-to-f32 does (devices without 64-bit "
+                             "floats run it)")
+
+
 def _vulkan_target_argument(parser: argparse.ArgumentParser, default: str | None = "default",
                             default_text: str = "default") -> None:
     from irtk.compiler.targets import VULKAN_PROFILES
@@ -108,9 +115,7 @@ def _parser() -> argparse.ArgumentParser:
                         "dispatch, stream, vm, or all")
     c.add_argument("--dump-spirv", metavar="DIR",
                    help="write each shader's SPIR-V binary (.spv) and disassembly (.spvasm)")
-    c.add_argument("--demote-f64", action="store_true",
-                   help="compute in f32 what the program writes in f64 (as IREE's "
-                        "--iree-input-demote-f64-to-f32), for devices without 64-bit floats")
+    _keep_f64_argument(c)
     c.add_argument("--partial", action="store_true",
                    help="keep a function that fails to compile as a stub that fails when "
                         "called, instead of failing the compile (its errors are printed)")
@@ -177,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--function", action="append", default=[],
                     help="run only this function (repeat for several)")
     ck.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    _keep_f64_argument(ck)
     ck.set_defaults(handler=_cmd_check)
     return p
 
@@ -298,7 +304,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                                       "dump_after": args.dump_after,
                                       "dump_spirv": args.dump_spirv,
                                       "partial": args.partial,
-                                      "demote_f64": args.demote_f64,
+                                      "demote_f64": not args.keep_f64,
                                       "progress": _progress_line()}
     with warnings.catch_warnings(record=True) as left_out:
         warnings.simplefilter("always", CompileWarning)
@@ -527,7 +533,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             vulkan_target = suited_profile(device.info) if device.info.driver == "vulkan" \
                 else "default"
         compiled = check_runner.compile_checks(args.input, target, vulkan_target=vulkan_target,
-                                               progress=_progress_line())
+                                               progress=_progress_line(),
+                                               demote_f64=not args.keep_f64)
         _clear_progress()
         names = [f.name for f in compiled.tests(include_args=True)]
         unknown = [n for n in args.function if n not in names]

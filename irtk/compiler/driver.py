@@ -96,12 +96,12 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 dump_after: str | Sequence[str] | None = None,
                 dump: Callable[[str], None] | None = None,
                 dump_spirv: str | None = None, partial: bool = False,
-                progress: Progress | None = None, demote_f64: bool = False) -> bytes:
+                progress: Progress | None = None, demote_f64: bool = True) -> bytes:
     """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
     such functions' messages); with `partial=True` it becomes a stub with its signature that
     fails when called, and the rest of the module is kept (`irtk check` runs files so).
-    `demote_f64=True` computes in f32 what the program writes in f64, as IREE's
-    `--iree-input-demote-f64-to-f32` does (frontend/demote.py)."""
+    `demote_f64` (the default) computes in f32 what the program writes in f64, as IREE's
+    `--iree-input-demote-f64-to-f32` does (frontend/demote.py); False keeps f64."""
     from irtk.compiler.frontend.source_map import quote_source
     name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
                            else "module")

@@ -1,4 +1,5 @@
-"""f64 -> f32 demotion of a parsed module, as IREE's `--iree-input-demote-f64-to-f32` does.
+"""f64 -> f32 demotion of a parsed module, by default, as IREE's
+`--iree-input-demote-f64-to-f32` does (`demote_f64=False`, `--keep-f64`: off).
 
 PyTorch exports compute parts of models in f64 (LayerNorm's mean and variance, BatchNorm's
 epsilon); devices without 64-bit floats (SwiftShader) cannot run them, and the model's own
@@ -60,8 +61,8 @@ def demote_f64(module: ModuleOp, source_map: SourceMap) -> None:
                                                     isinstance(v.type.element_type, Float64Type))
                 for v in (*op.operands, *op.results)):
             raise ParseError(f"{source_map.location(op)}: error: arith.bitcast of f64 cannot "
-                             "be demoted to f32: keep f64 (leave out --demote-f64) and compile "
-                             "for a device with 64-bit floats")
+                             "be demoted to f32: keep f64 (--keep-f64, demote_f64=False) and "
+                             "compile for a device with 64-bit floats")
         for store in (op.properties, op.attributes):
             for key, attr in list(store.items()):
                 new = _attribute(attr)

@@ -1,5 +1,5 @@
-"""f64 -> f32 demotion (`demote_f64=True`, `irtk compile --demote-f64`), as IREE's
-`--iree-input-demote-f64-to-f32`: a LayerNorm-style program computing its mean in f64 runs on
+"""f64 -> f32 demotion, by default (`demote_f64=False`, `irtk compile --keep-f64` turn it
+off), as IREE's `--iree-input-demote-f64-to-f32`: a LayerNorm-style program computing its mean in f64 runs on
 every device (SwiftShader has no f64) in f32; f64 signatures and constants follow; an f64
 bitcast is a located error."""
 from __future__ import annotations
@@ -64,7 +64,7 @@ SIGNATURE = """func.func @main(%x: tensor<3xf64>, %s: f64) -> tensor<3xf64> {
 
 @pytest.mark.parametrize("uri", all_device_uris())
 def test_an_f64_computation_runs_in_f32_on_every_device(uri):
-    m = irtk.load(irtk.compile_str(CENTER, target=target_for(uri), demote_f64=True), uri)
+    m = irtk.load(irtk.compile_str(CENTER, target=target_for(uri)), uri)
     x = np.random.default_rng().standard_normal((2, 8)).astype(np.float32)
     x64 = x.astype(np.float64)
     want = x64 - x64.mean(axis=1, keepdims=True) + 1e-5
@@ -74,8 +74,8 @@ def test_an_f64_computation_runs_in_f32_on_every_device(uri):
 
 
 def test_without_demotion_a_device_without_f64_is_told_how():
-    with pytest.raises(irtk.CompileError, match="computes in f64.*--demote-f64"):
-        irtk.compile_str(CENTER, target="vulkan-spirv")
+    with pytest.raises(irtk.CompileError, match="computes in f64.*leave out --keep-f64"):
+        irtk.compile_str(CENTER, target="vulkan-spirv", demote_f64=False)
 
 
 @pytest.mark.parametrize("uri", all_device_uris())
@@ -106,14 +106,14 @@ def test_an_f64_bitcast_is_a_located_error():
         irtk.compile_str(source, target="cpu", filename="m.mlir", demote_f64=True)
 
 
-def test_compile_demote_f64_flag(tmp_path):
+def test_compile_demotes_unless_keep_f64(tmp_path):
     src = tmp_path / "c.mlir"
     src.write_text(CENTER)
     out = tmp_path / "c.vmfb"
-    p = subprocess.run([sys.executable, "-m", "irtk.cli", "compile", str(src), "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 1 and "--demote-f64" in p.stderr and not out.exists()
-    p = subprocess.run([sys.executable, "-m", "irtk.cli", "compile", str(src), "--demote-f64",
+    p = subprocess.run([sys.executable, "-m", "irtk.cli", "compile", str(src), "--keep-f64",
+                        "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "--keep-f64" in p.stderr and not out.exists()
+    p = subprocess.run([sys.executable, "-m", "irtk.cli", "compile", str(src),
                         "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     p = subprocess.run([sys.executable, "-m", "irtk.cli", "run", str(out),

@@ -50,11 +50,20 @@ def _values(mlir_type: str) -> np.ndarray:
 @pytest.mark.parametrize("mlir_type", ["f16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"])
 def test_every_element_type_comes_through_exactly(mlir_type):
     values = _values(mlir_type)
-    m = irtk.load(irtk.compile_str(program(values, mlir_type), target="cpu"), "local-sync")
+    m = irtk.load(irtk.compile_str(program(values, mlir_type), target="cpu",
+                                   demote_f64=False), "local-sync")
     w, v = m.main(values)
     assert w.dtype == values.dtype
     np.testing.assert_array_equal(w, values)
     np.testing.assert_array_equal(v, values)
+
+
+def test_f64_blobs_are_demoted_to_f32_by_default():
+    values = _values("f64")
+    m = irtk.load(irtk.compile_str(program(values, "f64"), target="cpu"), "local-sync")
+    w, _ = m.main(values.astype(np.float32))
+    assert w.dtype == np.float32
+    np.testing.assert_array_equal(w, values.astype(np.float32))
 
 
 def test_bf16_blobs_decode_to_their_values():

@@ -93,7 +93,7 @@ class ShaderInterface:
             raise CompileError(f"{where} computes in f64, which needs 64-bit floats "
                                f"(shaderFloat64); target profile '{self.profile.name}' lacks "
                                f"it (use a profile with float64, e.g. --vulkan-target=llvmpipe, or "
-                               f"compute in f32 with --demote-f64)")
+                               f"compute it in f32: leave out --keep-f64)")
         if "i64" in kinds and not self.profile.int64:
             self.e.emulate_i64 = True       # uvec2 words: int64_emulation.py
         elif "i64" in kinds:
