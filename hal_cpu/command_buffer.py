@@ -68,34 +68,20 @@ def run_commands(resolved: list[ResolvedCommand], runner: Runner,
     """Run resolved commands: barrier-free stretches as one batch of work items each. Traced
     (`trace`: the tracer and the device's name), each dispatch runs as a batch of its own, so
     its time is its own."""
-    if trace is not None:
-        _run_timed(resolved, runner, *trace)
-        return
     batch: list[WorkItem] = []
     for cmd in resolved:
         if isinstance(cmd, Barrier):
             runner.run(batch)
             batch = []
-        else:
-            batch.extend(_work(cmd, runner))
-    runner.run(batch)
-
-
-def _run_timed(resolved: list[ResolvedCommand], runner: Runner, tracer: tracing.Tracer,
-               device: str) -> None:
-    batch: list[WorkItem] = []
-    for cmd in resolved:
-        if isinstance(cmd, ResolvedDispatch):
+        elif trace is not None and isinstance(cmd, ResolvedDispatch):
             runner.run(batch)
             batch = []
+            tracer, device = trace
             start = time.monotonic_ns()
             runner.run(_work(cmd, runner))
             tracer.device_event(device, cmd.command.name, "dispatch", start,
                                 time.monotonic_ns() - start,
                                 workgroups=list(cmd.command.workgroups))
-        elif isinstance(cmd, Barrier):
-            runner.run(batch)
-            batch = []
         else:
             batch.extend(_work(cmd, runner))
     runner.run(batch)

@@ -191,7 +191,7 @@ class VulkanDevice(Device):
             raise RuntimeFailure(f"{len(command_buffers)} command buffers but "
                                  f"{len(binding_tables)} binding tables")
         tracer = tracing.active
-        start = time.monotonic_ns()
+        start = time.monotonic_ns() if tracer is not None else 0
         with self.lock:
             handles: list[Any] = []
             used: list[Resource] = [s.resource for s, _ in waits + signals]

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -60,7 +61,6 @@ def shell_steps(text: str) -> list[Step]:
 
 
 def _run_step(command: str, expected: list[str] | None, folder: Path) -> None:
-    import os
     # The examples' caches stay in the folder (`irtk cache clear` must not touch the user's).
     env = {**os.environ, "IRTK_CACHE_DIR": str(folder / "cache")}
     words = shlex.split(command)

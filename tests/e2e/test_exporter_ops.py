@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import irtk
+from tests.compiler.frontend.test_named_ops import _conv_ref_nhwc
 from tests.conftest import all_device_uris, target_for
 
 PROGRAM = """
@@ -75,16 +76,10 @@ def rand(*shape: int) -> np.ndarray:
 
 
 def _conv(x: np.ndarray, w: np.ndarray, stride: int = 1) -> np.ndarray:
-    """NCHW x FCHW -> NFHW in float64."""
-    n, c, h, wd = x.shape
-    f, _, kh, kw = w.shape
-    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
-    out = np.zeros((n, f, oh, ow))
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
-            out += np.einsum("nchw,fc->nfhw", patch.astype(np.float64), w[:, :, i, j])
-    return out
+    """NCHW x FCHW -> NFHW in float64, through the NHWC reference of test_named_ops."""
+    nhwc = _conv_ref_nhwc(x.transpose(0, 2, 3, 1).astype(np.float64), w.transpose(2, 3, 1, 0),
+                          (stride, stride), (1, 1))
+    return nhwc.transpose(0, 3, 1, 2)
 
 
 def test_grouped_convolutions(module):

@@ -88,13 +88,11 @@ def translate_block(imp: ImportContext, body: Body, block: Block, env: dict[SSAV
         elif bop.name == "cf.assert":   # proved at compile time, or refused
             check_body_assert(bop)
         elif bop.name in ("arith.truncf", "arith.extf") and \
-                constant_value(bop.results[0], 4) is not None:
+                (value := constant_value(bop.results[0], 4)) is not None:
             # A constant converted (BatchNorm's f64 epsilon truncated to f32): the converted
             # constant, so the kernel does not compute in the wider type for it.
-            t = element_type_name(bop.results[0].type, bop)
-            value = constant_value(bop.results[0], 4)
-            assert value is not None
-            env[bop.results[0]] = body.const(float(value), t)
+            env[bop.results[0]] = body.const(float(value),
+                                             element_type_name(bop.results[0].type, bop))
         elif len(bop.results) != 1:   # a branch, ...: no kernel body op
             raise Unsupported(f"unsupported op '{bop.name}' in a generic body", bop)
         else:

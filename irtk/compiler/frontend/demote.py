@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, Float32Type, Float64Type, FloatAttr,
                                    FunctionType, ModuleOp, TensorType)
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, SSAValue, TypeAttribute
 from xdsl.rewriter import Rewriter
 
 from irtk.compiler.frontend import dense_literal
@@ -46,7 +46,6 @@ def _attribute(attr: Attribute) -> Attribute:
         new_type = demoted(attr.get_type())
         assert isinstance(new_type, TensorType)
         return dense_literal.dense_attr(new_type, values.tobytes())
-    from xdsl.ir import TypeAttribute
     if isinstance(attr, TypeAttribute):
         return demoted(attr)
     return attr
