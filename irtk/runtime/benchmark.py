@@ -129,6 +129,9 @@ def _dispatch_times(function: Benchmarked, vm_args: list[Any],
     own = tracing.active is None
     tracer = tracing.start() if own else tracing.active
     assert tracer is not None
+    # Device times of the timed calls may still be pending in the active trace: in now, so
+    # they are not counted as these calls'.
+    tracer.flush()
     first = len(tracer.events)
     try:
         for _ in range(calls):
