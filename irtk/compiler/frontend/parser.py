@@ -140,9 +140,19 @@ class _LocatingParser(Parser):
     def parse_dense_int_or_fp_elements_attr(
             self, type: RankedStructure[AnyDenseElement] | None) -> DenseIntOrFPElementsAttr:
         """Plain numeric literals and splats on a fast path (dense_literal.py); the rest, and
-        every error, through xDSL."""
+        every error, through xDSL. xDSL checks the element count after reading the type, where
+        its current token is the next op's: such an error is reported at the literal."""
+        literal = self._current_token.span
         fast = self._fast_dense(type)
-        return fast if fast is not None else super().parse_dense_int_or_fp_elements_attr(type)
+        if fast is not None:
+            return fast
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except XdslParseError as e:
+            if e.span.start > literal.start and (e.msg.startswith("Shape mismatch in dense")
+                                                 or e.msg.startswith("Expected at least one")):
+                self.raise_error(e.msg, literal)
+            raise
 
     def _fast_dense(self, type: RankedStructure[AnyDenseElement] | None
                     ) -> DenseIntOrFPElementsAttr | None:
@@ -158,7 +168,6 @@ class _LocatingParser(Parser):
                 return None
             array, end = scanned
             at = self._current_token.span.start
-            given = type
             self.parse_punctuation("<")
             self._resume_from(end)
             self.parse_punctuation(">", " in dense attribute")
@@ -170,7 +179,7 @@ class _LocatingParser(Parser):
                 data = dense_literal.literal_bytes(array, type.element_type)
             if data is None:   # xDSL converts (and reports) what the fast path does not take
                 self._resume_from(at)
-                return super().parse_dense_int_or_fp_elements_attr(given)
+                return None
             return dense_literal.dense_attr(type, data)
         if not dense_literal.splat_follows(text, start):
             return None

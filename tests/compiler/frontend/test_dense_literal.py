@@ -101,6 +101,15 @@ def test_bad_literals_are_located_errors(literal, type_text, message):
     assert message in str(e.value)
 
 
+@pytest.mark.parametrize("literal", ["[1.0, 2.0, 3.0, 4.0]", '"0x0000803F0000803F"'])
+def test_a_literal_of_the_wrong_size_is_reported_at_the_literal(literal):
+    text = (f"func.func @main() -> tensor<2x2xf32> {{\n"
+            f"  %w = arith.constant dense<{literal}> : tensor<2x2xf32>\n"
+            f"  return %w : tensor<2x2xf32>\n}}\n")
+    with pytest.raises(irtk.ParseError, match=r"^d.mlir:2:28: error: Shape mismatch in dense"):
+        parse_mlir(text, "d.mlir")
+
+
 def test_a_large_splat_is_its_value_everywhere():
     module, _ = parse_mlir(_constant("0.25", "tensor<1x225x225x3xf32>"), "d.mlir")
     attr = next(op for op in module.walk() if op.name == "arith.constant").value
