@@ -112,10 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     _vulkan_target_argument(c)
     c.add_argument("--dump-after", metavar="PHASE",
                    help="print the IR after each listed phase (comma-separated): import, "
-                        "dispatch, stream, vm, or all")
+                        "const-eval, dispatch, stream, vm, or all")
     c.add_argument("--dump-spirv", metavar="DIR",
                    help="write each shader's SPIR-V binary (.spv) and disassembly (.spvasm)")
     _keep_f64_argument(c)
+    c.add_argument("--no-const-eval", action="store_true",
+                   help="run what depends only on constants at every call, instead of "
+                        "computing it once at compile time (as IREE's --iree-opt-const-eval)")
     c.add_argument("--partial", action="store_true",
                    help="keep a function that fails to compile as a stub that fails when "
                         "called, instead of failing the compile (its errors are printed)")
@@ -305,6 +308,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                                       "dump_spirv": args.dump_spirv,
                                       "partial": args.partial,
                                       "demote_f64": not args.keep_f64,
+                                      "const_eval": not args.no_const_eval,
                                       "progress": _progress_line()}
     with warnings.catch_warnings(record=True) as left_out:
         warnings.simplefilter("always", CompileWarning)

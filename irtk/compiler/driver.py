@@ -20,14 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypedDict, Unpack
 
-from irtk.compiler import dispatch, stream, target_backends, tir
+from irtk.compiler import consteval, dispatch, stream, target_backends, tir
 from irtk.compiler.target_backends import TargetBackend
 from irtk.compiler.tir_printer import print_program
 from irtk.compiler.vm_codegen import (ExecutableVariant, generate_module, in_function,
                                       program_kernels)
 from irtk.errors import CompileError, CompileWarning, Error, InputError, ParseError
 
-PHASES = ("import", "dispatch", "stream", "vm")
+PHASES = ("import", "const-eval", "dispatch", "stream", "vm")
 
 
 log = logging.getLogger("irtk.compiler")
@@ -55,6 +55,7 @@ class CompileOptions(TypedDict, total=False):
     partial: bool
     progress: Progress | None
     demote_f64: bool
+    const_eval: bool
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Unpack[CompileOptions]
@@ -96,12 +97,15 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 dump_after: str | Sequence[str] | None = None,
                 dump: Callable[[str], None] | None = None,
                 dump_spirv: str | None = None, partial: bool = False,
-                progress: Progress | None = None, demote_f64: bool = True) -> bytes:
+                progress: Progress | None = None, demote_f64: bool = True,
+                const_eval: bool = True) -> bytes:
     """MLIR text -> module bytes. A function that fails to compile is a CompileError (all
     such functions' messages); with `partial=True` it becomes a stub with its signature that
     fails when called, and the rest of the module is kept (`irtk check` runs files so).
     `demote_f64` (the default) computes in f32 what the program writes in f64, as IREE's
-    `--iree-input-demote-f64-to-f32` does (frontend/demote.py); False keeps f64."""
+    `--iree-input-demote-f64-to-f32` does (frontend/demote.py); False keeps f64.
+    `const_eval` (the default) computes what depends only on constants at compile time
+    (consteval.py), as IREE's `--iree-opt-const-eval`."""
     from irtk.compiler.frontend.source_map import quote_source
     name = module_name or (Path(filename).stem if filename not in ("<string>", "<stdin>")
                            else "module")
@@ -112,7 +116,8 @@ def compile_str(text: str, target: str = "vulkan-spirv", filename: str = "<strin
                 program = import_program(text, filename, demote_f64)
             data = compile_program(program, target=target, vulkan_target=vulkan_target,
                                    module_name=name, dump_after=dump_after, dump=dump,
-                                   dump_spirv=dump_spirv, partial=partial, progress=progress)
+                                   dump_spirv=dump_spirv, partial=partial, progress=progress,
+                                   const_eval=const_eval)
     except (ParseError, CompileError) as e:
         # Every located message shows its source line and a caret.
         raise type(e)(quote_source(str(e), filename, text)) from None
@@ -130,10 +135,10 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
                     dump_after: str | Sequence[str] | None = None,
                     dump: Callable[[str], None] | None = None,
                     dump_spirv: str | None = None, partial: bool = False,
-                    progress: Progress | None = None) -> bytes:
+                    progress: Progress | None = None, const_eval: bool = True) -> bytes:
     """TIR (as the importer produces it, or built by hand) -> module bytes. Rewrites
-    `program` in place. `partial` as for `compile_str`; `progress` is told each phase (and
-    each function whose kernels are compiled) as it starts."""
+    `program` in place. `partial` and `const_eval` as for `compile_str`; `progress` is told
+    each phase (and each function whose kernels are compiled) as it starts."""
     targets = target_backends.select(target, {"vulkan_target": vulkan_target})
     phases = parse_dump_phases(dump_after)
     emit = dump or (lambda text: print(text, end="", file=sys.stdout))
@@ -143,6 +148,9 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
             emit(f"// ----- IR after {phase} -----\n{body}")
 
     show("import", print_program(program))
+    with _phase("constant evaluation", progress):
+        consteval.evaluate_constants(program, _compile_for_const_eval, fold=const_eval)
+    show("const-eval", print_program(program))
     with _phase("dispatch formation", progress):
         dispatch.form_dispatches(program)
     show("dispatch", print_program(program))
@@ -171,6 +179,11 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
         from irtk.vm.disassembler import disassemble_module
         show("vm", disassemble_module(data, rodata_limit=64))
     return data
+
+
+def _compile_for_const_eval(program: tir.Program) -> bytes:
+    """A constant-evaluation program -> a CPU module (with no constant evaluation of its own)."""
+    return compile_program(program, target="cpu", module_name="consteval", const_eval=False)
 
 
 def _version() -> str:

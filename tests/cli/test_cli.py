@@ -100,8 +100,8 @@ def test_devices_json_describes_every_device(tmp_path):
 
 
 F64_CHECK = """func.func @add_f64() {
-  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf64>
-  %b = arith.constant dense<[0.5, 0.25]> : tensor<2xf64>
+  %a = util.unfoldable_constant dense<[1.0, 2.0]> : tensor<2xf64>
+  %b = util.unfoldable_constant dense<[0.5, 0.25]> : tensor<2xf64>
   %0 = tensor.empty() : tensor<2xf64>
   %r = linalg.add ins(%a, %b : tensor<2xf64>, tensor<2xf64>) outs(%0 : tensor<2xf64>) -> tensor<2xf64>
   check.expect_almost_eq_const(%r, dense<[1.5, 2.25]> : tensor<2xf64>) : tensor<2xf64>

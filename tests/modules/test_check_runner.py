@@ -250,7 +250,7 @@ func.func @unsupported() {
 
 F64 = """
 func.func @add_f64() {
-  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf64>
+  %a = util.unfoldable_constant dense<[1.0, 2.0]> : tensor<2xf64>
   %0 = tensor.empty() : tensor<2xf64>
   %r = linalg.add ins(%a, %a : tensor<2xf64>, tensor<2xf64>) outs(%0 : tensor<2xf64>) -> tensor<2xf64>
   check.expect_almost_eq_const(%r, dense<[2.0, 4.0]> : tensor<2xf64>) : tensor<2xf64>

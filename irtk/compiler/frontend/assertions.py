@@ -1,11 +1,13 @@
 """`cf.assert` in a generic body: proved at compile time, or refused.
 
-torch-mlir writes one into every BatchNorm's body (`cf.assert %eps_gt_zero, "..."` on the
-model's epsilon, a constant). A device kernel has no way to fail a call, so a body assert is
-kept out of the kernel only when its condition is a compile-time constant that holds: then it
-can never fire and dropping it loses nothing. A condition that depends on the data, or that is
-false, is a located error naming the message, so a compiled model never silently loses a
-check that can fire. (Host-level asserts are runtime checks: importer.py.)
+torch-mlir writes one into every BatchNorm's body (on the model's running variance, or on its
+epsilon). A device kernel has no way to fail a call, so a body assert is kept out of the kernel
+only when it provably holds: then it can never fire and dropping it loses nothing. This module
+proves the ones whose condition is made of scalar constants; the importer records the rest on
+their generic, and constant evaluation (irtk/compiler/consteval.py) checks those whose generic
+reads only constants. A condition that is false, or that depends on a call's data, is a
+located error naming the message, so a compiled model never silently loses a check that can
+fire. (Host-level asserts are runtime checks: importer.py.)
 """
 from __future__ import annotations
 
@@ -26,17 +28,18 @@ _CASTS = ("arith.sitofp", "arith.extsi", "arith.index_cast")
 _DEPTH = 32   # how far back through constant ops a condition is followed
 
 
-def check_body_assert(op: Operation) -> None:
-    """Return when `op` (a cf.assert in a generic body) provably holds; else Unsupported."""
+def check_body_assert(op: Operation) -> str | None:
+    """None when `op` (a cf.assert in a generic body) provably holds; its message when the
+    condition depends on values (constant evaluation may still prove it); Unsupported when it
+    always fails."""
     message = op.attributes.get("msg") or op.properties.get("msg")
-    text = getattr(message, "data", "")
+    text = str(getattr(message, "data", ""))
     value = constant_value(op.operands[0], _DEPTH)
     if value is None:
-        raise Unsupported(f"cf.assert (\"{text}\") in a generic body depends on the data: a "
-                          "device kernel cannot fail the call, and irtk does not drop a check "
-                          "that can fire; assert on the host instead", op)
+        return text
     if not value:
         raise Unsupported(f"cf.assert (\"{text}\") in a generic body always fails", op)
+    return None
 
 
 def constant_value(v: SSAValue, depth: int) -> float | int | bool | None:

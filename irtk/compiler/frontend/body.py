@@ -43,6 +43,9 @@ class Body:
     num_inputs: int
     num_outputs: int
     ops: list[kernel.Op] = field(default_factory=list)
+    # cf.asserts of the body that may fire: (condition value, message, location). Constant
+    # evaluation checks them at compile time; a generic that keeps one is refused (consteval.py).
+    asserts: list[tuple[int, str, str]] = field(default_factory=list)
     _params: dict[int, int] = field(default_factory=dict)
 
     @property

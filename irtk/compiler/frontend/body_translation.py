@@ -85,8 +85,10 @@ def translate_block(imp: ImportContext, body: Body, block: Block, env: dict[SSAV
             env[bop.result] = body.extract(gather_pos[bop.tensor],
                                            [use(i, bop) for i in bop.indices],
                                            element_type_name(bop.result.type, bop))
-        elif bop.name == "cf.assert":   # proved at compile time, or refused
-            check_body_assert(bop)
+        elif bop.name == "cf.assert":   # proved now, or left to constant evaluation
+            message = check_body_assert(bop)
+            if message is not None:
+                body.asserts.append((use(bop.operands[0], bop), message, imp.loc(bop)))
         elif bop.name in ("arith.truncf", "arith.extf") and \
                 (value := constant_value(bop.results[0], 4)) is not None:
             # A constant converted (BatchNorm's f64 epsilon truncated to f32): the converted

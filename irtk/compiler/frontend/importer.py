@@ -115,6 +115,8 @@ class FunctionImporter:
                         maps=[m for _, m in inputs] + [m for _, m in outputs],
                         iterator_types=list(iterator_types), ops=list(body.ops),
                         yields=list(yields))
+        if body.asserts:
+            top.attrs["asserts"] = list(body.asserts)
         return top.results
 
     # ---- functions and regions ---------------------------------------------------------
