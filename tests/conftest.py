@@ -6,13 +6,16 @@ local-task and each Vulkan device: SwiftShader and lavapipe once set-up has run)
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from typing import Any
 
 from irtk.hal import Device, DeviceInfo, registry
 
 _CACHE = tempfile.mkdtemp(prefix="irtk-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", os.path.join(_CACHE, "mesa"))
 os.environ.setdefault("IRTK_CACHE_DIR", os.path.join(_CACHE, "irtk"))
 

@@ -6,9 +6,7 @@ created (no hal_vulkan, no loader, no such ICD) skips its tests with the reason.
 """
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
 
@@ -22,8 +20,6 @@ from irtk.types import scalar_type
 from schemas import VULKAN_EXECUTABLE_FORMAT
 
 from .reference import encode, from_storage, to_storage
-
-os.environ.setdefault("MESA_SHADER_CACHE_DIR", tempfile.mkdtemp(prefix="irtk-codegen-mesa-"))
 
 DEVICES = ("swiftshader", "llvmpipe")
 _POISON = 0xCD  # output bytes a kernel fails to write stay recognisable
