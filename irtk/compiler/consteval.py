@@ -210,7 +210,8 @@ def _evaluate(ops: list[tir.Op], roots: list[tir.Op], compile_cpu: CompileCpu
             body.extend(_assert_outputs(c, checks))
         body.append(c)
     for root in roots:
-        returned.extend(copies[id(root)].results)
+        # Not the assert outputs the copy may have gained: those are returned as checks.
+        returned.extend(copies[id(root)].results[:len(root.results)])
     results = returned + [v for v, _, _ in checks]
     body.append(tir.Op("return", list(results), []))
     name = "consteval"

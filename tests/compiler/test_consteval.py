@@ -233,3 +233,41 @@ func.func @main(%x: tensor<f32>) -> tensor<f32> {{
         np.array(x, np.float32))
     assert np.asarray(y).shape == ()
     assert float(np.asarray(y)) == np.float32(np.float32(a) * np.float32(b)) + x
+
+
+def _rsqrt_with_assert(name: str, n: int, values: np.ndarray) -> str:
+    return f"""  %{name}c = arith.constant {_dense(values)} : tensor<{n}xf32>
+  %{name}e = tensor.empty() : tensor<{n}xf32>
+  %{name}s = linalg.generic {{indexing_maps = [#id, #id], iterator_types = ["parallel"]}}
+      ins(%{name}c : tensor<{n}xf32>) outs(%{name}e : tensor<{n}xf32>) {{
+  ^bb0(%v: f32, %o: f32):
+    %r = math.sqrt %v : f32
+    %zero = arith.constant 0.0 : f32
+    %nz = arith.cmpf one, %r, %zero : f32
+    cf.assert %nz, "zero variance"
+    %one = arith.constant 1.0 : f32
+    %q = arith.divf %one, %r : f32
+    linalg.yield %q : f32
+  }} -> tensor<{n}xf32>
+  %{name}r = linalg.generic {{indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}}
+      ins(%{name}, %{name}s : tensor<{n}xf32>, tensor<{n}xf32>) outs(%{name}e : tensor<{n}xf32>) {{
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  }} -> tensor<{n}xf32>
+"""
+
+
+def test_several_folded_values_with_asserts_each_get_their_own(rng):
+    # Each folded generic's assert outputs are checks, not folded values of the next one.
+    u = rng.uniform(0.5, 2, 4).astype(np.float32)
+    v = rng.uniform(0.5, 2, 6).astype(np.float32)
+    src = ("#id = affine_map<(d0) -> (d0)>\nfunc.func @main(%x: tensor<4xf32>, %y: tensor<6xf32>)"
+           " -> (tensor<4xf32>, tensor<6xf32>) {\n" + _rsqrt_with_assert("x", 4, u)
+           + _rsqrt_with_assert("y", 6, v) + "  return %xr, %yr : tensor<4xf32>, tensor<6xf32>\n}\n")
+    assert "math.sqrt" not in dumps(src)["dispatch"]
+    x = rng.standard_normal(4).astype(np.float32)
+    y = rng.standard_normal(6).astype(np.float32)
+    got = irtk.load(irtk.compile_str(src, target="cpu"), device="local-sync").main(x, y)
+    np.testing.assert_allclose(got[0], x / np.sqrt(u.astype(np.float64)), rtol=1e-6)
+    np.testing.assert_allclose(got[1], y / np.sqrt(v.astype(np.float64)), rtol=1e-6)
