@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from irtk.errors import (CompileError, CompileWarning, DeviceError, Error, InputError, ParseError,
-                         RuntimeFailure, VerificationError)
+from irtk.errors import (CompileError, CompileWarning, DependencyError, DeviceError, Error,
+                         InputError, ParseError, RuntimeFailure, VerificationError)
 
 __version__ = "0.1.0"
 
@@ -27,13 +27,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Error", "ParseError", "CompileError", "VerificationError", "DeviceError",
-           "InputError", "RuntimeFailure", "CompileWarning", "Limits", "compile_file",
-           "compile_str", "load", "devices"]
+           "InputError", "RuntimeFailure", "DependencyError", "CompileWarning", "Limits",
+           "compile_file", "compile_str", "load", "devices"]
 
 
 def compile_file(path: str, target: str = "vulkan-spirv", **options: Any) -> bytes:
-    """Compile an MLIR file into module bytes (.vmfb) for `target` ("vulkan-spirv", "cpu",
-    or a comma-separated list)."""
+    """Compile an MLIR file, or an ONNX model (`.onnx`, with the `onnx` extra), into module
+    bytes (.vmfb) for `target` ("vulkan-spirv", "cpu", or a comma-separated list)."""
+    if str(path).endswith(".onnx"):
+        from irtk.importers import import_onnx
+        return import_onnx(path).compile(target, **options)
     from irtk.compiler import driver
     return driver.compile_file(path, target=target, **options)
 

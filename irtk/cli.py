@@ -103,8 +103,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="print a JSON list of device descriptions (as irtk.devices() gives)")
     d.set_defaults(handler=_cmd_devices)
 
-    c = sub.add_parser("compile", help="compile an MLIR file into a .vmfb module")
-    c.add_argument("input", help="MLIR file ('-' for standard input)")
+    c = sub.add_parser("compile", help="compile an MLIR file (or an ONNX model) into a .vmfb "
+                                       "module")
+    c.add_argument("input", help="MLIR file ('-' for standard input), or an ONNX model (.onnx, "
+                                 "with the onnx extra)")
     c.add_argument("-o", "--output", required=True,
                    help="module file to write ('-' for standard output)")
     c.add_argument("--target", default="vulkan-spirv",
@@ -123,6 +125,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep a function that fails to compile as a stub that fails when "
                         "called, instead of failing the compile (its errors are printed)")
     c.set_defaults(handler=_cmd_compile)
+
+    im = sub.add_parser("import", help="import an ONNX model as linalg-on-tensors MLIR "
+                                       "(with the onnx extra)")
+    im.add_argument("input", help="ONNX model file (.onnx)")
+    im.add_argument("-o", "--output", required=True,
+                    help="MLIR file to write ('-' for standard output)")
+    im.add_argument("--function", metavar="NAME",
+                    help="name of the function the main graph becomes (default: the graph's)")
+    im.set_defaults(handler=_cmd_import)
 
     r = sub.add_parser("run", help="run an exported function of a module")
     _module_arguments(r)
@@ -315,6 +326,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         if args.input == "-":
             data = driver.compile_str(sys.stdin.read(), target=args.target,
                                       filename="<stdin>", **options)
+        elif args.input.endswith(".onnx"):
+            from irtk.importers import import_onnx
+            data = import_onnx(args.input).compile(args.target, **options)
         else:
             data = driver.compile_file(args.input, target=args.target, **options)
     for w in left_out:
@@ -327,6 +341,16 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     else:
         _write_atomically(Path(args.output), data)
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from irtk.importers import import_onnx
+    text = import_onnx(args.input, func_name=args.function).mlir
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        _write_atomically(Path(args.output), text.encode())
     return 0
 
 

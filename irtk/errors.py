@@ -34,6 +34,11 @@ class DeviceError(Error):
     """A device that cannot be found, created, or that lacks what an executable needs."""
 
 
+class DependencyError(Error):
+    """An optional dependency (an importer's extra) that is not installed; the message says
+    what to install."""
+
+
 class InputError(Error):
     """Wrong number, shape or type of arguments passed to an exported function."""
 

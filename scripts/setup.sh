@@ -59,6 +59,6 @@ want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x "$VENV/bin/irtk" ]; then
   log "installing irtk and its dependencies into .venv"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,onnx]"
   echo "$want" > "$stamp"
 fi

@@ -39,10 +39,13 @@ ALLOWED: dict[str, set[str]] = {
     # compile time, as IREE's compiler runs its const-eval programs (docs/architecture.md).
     "irtk.compiler": {"irtk.errors", "irtk.hal", "irtk.vm", "irtk.modules", "irtk.runtime",
                       "schemas", "spirv"},
+    # Model importers write MLIR for the compiler; torch-mlir, torch and onnx are optional.
+    "irtk.importers": {"irtk.errors", "irtk.compiler", "irtk.runtime"},
     "irtk.dump": {"irtk.errors", "irtk.vm", "schemas", "spirv"},
     "irtk.check_runner": _RUNTIME | {"irtk.runtime"},
-    "irtk.cli": _RUNTIME | {"irtk.runtime", "irtk.compiler", "irtk.check_runner", "irtk.dump"},
-    "irtk": {"irtk.errors", "irtk.runtime", "irtk.compiler"},
+    "irtk.cli": _RUNTIME | {"irtk.runtime", "irtk.compiler", "irtk.check_runner", "irtk.dump",
+                            "irtk.importers"},
+    "irtk": {"irtk.errors", "irtk.runtime", "irtk.compiler", "irtk.importers"},
 }
 
 
