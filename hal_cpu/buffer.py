@@ -26,8 +26,12 @@ class CpuBuffer(Buffer):
         return self._data is None
 
     @property
+    def writable(self) -> bool:
+        return self._data is None or self._data.flags.writeable
+
+    @property
     def host_memory(self) -> np.ndarray:
-        """The buffer's bytes as a writable uint8 array (no copy)."""
+        """The buffer's bytes as a uint8 array (no copy); read-only for an imported one."""
         data = self._data
         if data is None:
             raise RuntimeFailure(f"buffer of {self.size} bytes was used after release")
@@ -42,6 +46,9 @@ class CpuBuffer(Buffer):
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         src = _as_bytes(data)
         self._check_range(offset, src.size)
+        if not self.writable:
+            raise RuntimeFailure(f"write to a read-only buffer of {self.size} bytes (imported "
+                                 "host memory: a module constant)")
         self.host_memory[offset:offset + src.size] = src
 
     def release(self) -> None:
@@ -63,6 +70,15 @@ class CpuAllocator(Allocator[CpuBuffer]):
         except MemoryError:
             raise OutOfMemoryError("allocate", "out of host memory",
                                    f" (a buffer of {size} bytes)") from None
+
+    def import_host(self, data: memoryview,
+                    usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
+        """The bytes in place, as a read-only array: kernels read the mapped module file."""
+        src = _as_bytes(data)
+        if src.flags.writeable:   # a writable source could change under the device
+            src = src.view()
+            src.flags.writeable = False
+        return CpuBuffer(src.size, usage, src)
 
     def allocate_with_data(self, data: bytes | memoryview,
                            usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:

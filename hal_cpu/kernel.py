@@ -264,6 +264,10 @@ class Kernel:
         packed: dict[int, np.ndarray] = {}
         for i, (op, lay) in enumerate(zip(self.operands, layouts)):
             raw = self._raw(op, lay, bindings)
+            if i >= len(self.inputs) and not raw.flags.writeable:
+                raise RuntimeFailure(f"kernel '{self.name}': {op.label} is written, but its "
+                                     f"binding {op.binding} is a read-only buffer (imported "
+                                     "host memory: a module constant)")
             t = SCALAR_TYPES[op.element_type]
             if t.storage_dtype is not None:
                 memories.append(raw.view(t.storage_dtype))

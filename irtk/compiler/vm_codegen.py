@@ -255,7 +255,7 @@ class ModuleGen:
         fg.bind(ready)
         for global_, op in self.constants.values():
             data = tensor_bytes(np.asarray(op.attrs["value"]), op.result.tensor_type, op.location)
-            b.emit("global.store.ref", global_, self.upload(fg, data))
+            b.emit("global.store.ref", global_, self.upload(fg, data, in_place=True))
         for global_, g in self.globals.values():
             self.init_global(fg, global_, g)
         self.record_segments(fg)
@@ -304,16 +304,32 @@ class ModuleGen:
                f"targets {targets}")
         fg.terminated = True
 
-    def upload(self, fg: FunctionGen, data: bytes) -> Reg:
+    def upload(self, fg: FunctionGen, data: bytes, in_place: bool = False) -> Reg:
+        """A device buffer holding `data` (a rodata segment). `in_place` (constants, which
+        nothing writes): the device uses the mapped module's bytes where it can
+        (`hal.allocator.import`, the CPU drivers), and copies them where it cannot (Vulkan),
+        as IREE's constant upload does."""
         src = fg.new("ref")
         fg.b.emit("const.ref.rodata", src,
                   self.w.add_rodata(f"constant{len(self.w._rodata)}", "application/octet-stream",
                                     data))
         buf = fg.new("ref")
         zero = fg.const("i32", 0)
-        fg.call("hal.allocator.allocate.initialized",
-                [fg.allocator(), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
-                 fg.const("i64", len(data))], [buf])
+        args = [fg.allocator(), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
+                fg.const("i64", len(data))]
+        if not in_place:
+            fg.call("hal.allocator.allocate.initialized", args, [buf])
+            return buf
+        fg.call("hal.allocator.import", [args[0], fg.const("i32", 1), *args[1:]], [buf])
+        imported = fg.new("i32")
+        fg.b.emit("cmp.nz.ref", imported, buf)
+        copy, done = Label(), Label()
+        fg.b.emit("cond_br", imported, done, copy)
+        fg.terminated = True
+        fg.bind(copy)
+        fg.call("hal.allocator.allocate.initialized", args, [buf])
+        fg.br(done)
+        fg.bind(done)
         return buf
 
     def global_contents(self, g: tir.Global) -> tuple[bytes, list[int]]:

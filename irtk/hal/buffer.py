@@ -39,6 +39,12 @@ class Buffer(ABC):
         """Where this buffer starts inside `allocated_buffer`."""
         return 0
 
+    @property
+    def writable(self) -> bool:
+        """False for a buffer imported over read-only host memory (`Allocator.import_host`):
+        transfers and dispatches refuse to write it."""
+        return True
+
     @abstractmethod
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """Copy `length` bytes (default: to the end) starting at `offset` out to the host."""
@@ -87,6 +93,10 @@ class SubspanBuffer(Buffer):
     @property
     def byte_offset(self) -> int:
         return self._offset
+
+    @property
+    def writable(self) -> bool:
+        return self._allocated.writable
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         if length is None:

@@ -261,7 +261,8 @@ class DeferredCommandBuffer(CommandBuffer):
                 out.append(cmd)
             elif isinstance(cmd, Fill):
                 what = f"command {index} (fill)"
-                target = resolve_binding(cmd.target, table, f"{what}: target", bt)
+                target = _writable(resolve_binding(cmd.target, table, f"{what}: target", bt),
+                                   what)
                 if target.length % len(cmd.pattern):
                     raise RuntimeFailure(f"{what}: length {target.length} is not a multiple of "
                                          f"the {len(cmd.pattern)}-byte pattern")
@@ -269,19 +270,27 @@ class DeferredCommandBuffer(CommandBuffer):
             elif isinstance(cmd, Copy):
                 what = f"command {index} (copy)"
                 src = resolve_binding(cmd.source, table, f"{what}: source", bt)
-                dst = resolve_binding(cmd.target, table, f"{what}: target", bt)
+                dst = _writable(resolve_binding(cmd.target, table, f"{what}: target", bt), what)
                 _check_copy(src, dst, what)
                 out.append(ResolvedCopy(src, ResolvedBinding(dst.buffer, dst.offset,
                                                              src.length)))
             else:
                 what = f"command {index} (update)"
-                target = resolve_binding(cmd.target, table, f"{what}: target", bt)
+                target = _writable(resolve_binding(cmd.target, table, f"{what}: target", bt),
+                                   what)
                 if target.length < len(cmd.data):
                     raise RuntimeFailure(f"{what}: {len(cmd.data)} bytes do not fit in the "
                                          f"{target.length}-byte target range")
                 out.append(ResolvedUpdate(ResolvedBinding(target.buffer, target.offset,
                                                           len(cmd.data)), cmd.data))
         return out
+
+
+def _writable(target: ResolvedBinding, what: str) -> ResolvedBinding:
+    if not target.buffer.writable:
+        raise RuntimeFailure(f"{what}: the target is a read-only buffer (imported host memory: "
+                             "a module constant)")
+    return target
 
 
 def _check_copy(src: ResolvedBinding, dst: ResolvedBinding, what: str) -> None:

@@ -83,6 +83,7 @@ class HalModule(NativeModule):
     EXPORTS = (
         F("allocator.allocate", "0riiI_r"),
         F("allocator.allocate.initialized", "0rIiirII_r"),
+        F("allocator.import", "0riIiirII_r"),
         F("buffer.length", "0r_I"),
         F("buffer.load", "0rIi_i"),
         F("buffer.store", "0irIi_v"),
@@ -223,6 +224,26 @@ class HalModule(NativeModule):
         data = src.data[source_offset:source_offset + length]
         return limits.device_allocation(length, f"hal.{fn} of {length} bytes",
                                         lambda: alloc.allocate_with_data(data, flags))
+
+    def allocator_import(self, allocator: Any, try_: int, affinity: int, memory_types: int,
+                         usage: int, source: Any, source_offset: int,
+                         length: int) -> hal.Buffer | None:
+        """A buffer over `length` bytes of the read-only `source` in place (rodata: the
+        mapped module file), as IREE's `hal.allocator.import`. Null when the device cannot use
+        host memory in place or `source` is writable and `try_` is set; a failure otherwise."""
+        fn = "allocator.import"
+        alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
+        src = _check(source, VM_BUFFER, fn, "source")
+        _range(fn, "source", source_offset, length, len(src))
+        flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        imported = None
+        if src.readonly:
+            imported = alloc.import_host(src.data[source_offset:source_offset + length], flags)
+        if imported is None and not try_:
+            raise RuntimeFailure(f"hal.{fn}: the device cannot use this "
+                                 f"{'read-only' if src.readonly else 'writable'} host memory "
+                                 "in place")
+        return imported
 
     def buffer_length(self, buffer: Any) -> int:
         return _check(buffer, hal_types.BUFFER, "buffer.length", "buffer").size

@@ -9,7 +9,7 @@ from irtk.errors import RuntimeFailure
 from irtk.modules.hal import HalModule
 from irtk.vm.refs import VMBuffer
 from tests.hal import programs
-from tests.hal.helpers import TIMEOUT, mul_add_reference
+from tests.hal.helpers import TIMEOUT, floats, mul_add_reference, record_mul_add, run
 
 
 @pytest.fixture
@@ -75,6 +75,64 @@ def test_allocate_initialized_copies_the_source_bytes(module, device, rng):
     with pytest.raises(RuntimeFailure, match=r"allocator.allocate.initialized: source range "
                                              r"\[60, 101\) is outside the 100-byte source"):
         module.allocator_allocate_initialized(device.allocator, -1, 0, 0, source, 60, 41)
+
+
+def test_import_uses_read_only_bytes_in_place_or_gives_null(module, device, rng):
+    data = rng.integers(0, 256, 100, dtype=np.uint8).tobytes()
+    source = VMBuffer(memoryview(data), readonly=True)   # as rodata is
+    buf = module.allocator_import(device.allocator, 1, -1, 0, 0, source, 10, 50)
+    if buf is None:   # a device that cannot use host memory in place (Vulkan): the caller copies
+        with pytest.raises(RuntimeFailure, match="hal.allocator.import: the device cannot use "
+                                                 "this read-only host memory in place"):
+            module.allocator_import(device.allocator, 0, -1, 0, 0, source, 10, 50)
+        return
+    assert buf.size == 50 and buf.read() == data[10:60] and not buf.writable
+    # In place: the device reads the source's own bytes (the mapped module file).
+    assert np.shares_memory(buf.host_memory, np.frombuffer(data, np.uint8))
+    # A writable source could change under the device: never imported.
+    assert module.allocator_import(device.allocator, 1, -1, 0, 0,
+                                   VMBuffer(bytearray(data)), 0, 8) is None
+    with pytest.raises(RuntimeFailure, match=r"allocator.import: source range \[60, 101\) is "
+                                             r"outside the 100-byte source"):
+        module.allocator_import(device.allocator, 1, -1, 0, 0, source, 60, 41)
+
+
+def test_nothing_writes_an_imported_buffer(module, device, rng):
+    data = rng.standard_normal(WRITE_N).astype(np.float32).tobytes()
+    buf = module.allocator_import(device.allocator, 1, -1, 0, 0,
+                                  VMBuffer(memoryview(data), readonly=True), 0, len(data))
+    if buf is None:
+        pytest.skip("the device imports no host memory")
+    read_only = "read-only buffer"
+    with pytest.raises(RuntimeFailure, match=read_only):
+        module.buffer_store(1, buf, 0, 4)
+    records = [lambda cb: cb.fill_buffer(hal.BindingRef(buf, 0, 16), b"\0\0\0\0"),
+               lambda cb: cb.update_buffer(b"1234", hal.BindingRef(buf, 0, 4)),
+               lambda cb: cb.copy_buffer(hal.BindingRef(device.allocator.allocate(8), 0, 8),
+                                         hal.BindingRef(buf, 0, 8))]
+    for record in records:
+        cb = device.create_command_buffer()
+        record(cb)
+        cb.finalize()
+        fence = module.fence_create(device, 0)
+        with pytest.raises(RuntimeFailure, match=read_only):
+            device.queue_execute(hal.Fence(), fence, [cb])
+            assert fence.wait(TIMEOUT)
+    # A dispatch reads it, and may not write it.
+    program = programs.load(device, WRITE_N)
+    a = device.allocator.allocate_with_data(data)
+    out = device.allocator.allocate(len(data))
+    run(device, [record_mul_add(device, program, [hal.BindingRef(b, 0, len(data))
+                                                  for b in (buf, a, out)])])
+    x = np.frombuffer(data, np.float32)
+    np.testing.assert_allclose(floats(out), mul_add_reference(x, x), rtol=1e-6)
+    cb = record_mul_add(device, program, [hal.BindingRef(b, 0, len(data)) for b in (a, a, buf)])
+    with pytest.raises(RuntimeFailure, match="is written, but its binding 2 is a read-only"):
+        run(device, [cb])
+    assert buf.read() == data
+
+
+WRITE_N = 64
 
 
 def test_update_buffer_then_execute(module, device, rng):

@@ -316,6 +316,7 @@ def test_hal_signatures_are_the_contract():
         "buffer_view.rank": "0r_i", "buffer_view.dim": "0ri_I",
         "buffer_view.element_type": "0r_i", "buffer_view.encoding_type": "0r_i",
         "buffer_view.byte_length": "0r_I", "allocator.allocate.initialized": "0rIiirII_r",
+        "allocator.import": "0riIiirII_r",
         "command_buffer.update_buffer": "0rrIrII_v",
         "device.queue.execute.indirect": "0rIrrrCrIID_v",
     }
