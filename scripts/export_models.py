@@ -1,6 +1,6 @@
 """Export the small PyTorch models of tests/importers/torch_models.py with torch-mlir's FX
 importer (irtk.importers.export) into tests/importers/fixtures: NAME.mlir as exported, unchanged,
-and NAME.npz with the example input `x` and torch's output `y`. The tests compile these where
+and NAME.npz with the example input `x` and torch's outputs `y0`, `y1`, ... The tests compile these where
 torch cannot be installed.
 
     .venv/bin/python scripts/export_models.py     # needs torch (scripts/setup.sh installs it)
@@ -28,8 +28,10 @@ def main() -> None:
         model, x = make(name)
         with torch.no_grad():
             y = model(x)
+        results = y if isinstance(y, tuple) else (y,)
         export(model, x).save_mlir(FIXTURES / f"{name}.mlir")
-        np.savez(FIXTURES / f"{name}.npz", x=x.numpy(), y=y.numpy())
+        np.savez(FIXTURES / f"{name}.npz", x=x.numpy(),
+                 **{f"y{i}": r.numpy() for i, r in enumerate(results)})
         print(f"{name}: {(FIXTURES / f'{name}.mlir').stat().st_size} bytes of MLIR")
 
 

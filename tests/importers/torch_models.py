@@ -126,6 +126,31 @@ class DepthwiseBlock(nn.Module):
         return self.g(nn.functional.relu6(self.pw(torch.relu(self.bn(self.dw(x))))))
 
 
+class Head(nn.Module):
+    """A classifier head: Linear, GELU (`math.erf`), a cube (`math.fpowi` with an i64
+    exponent, as in GELU's tanh form) and argmax (an i64 index result). Not GELU's tanh form
+    itself: torch-mlir 20261001 writes its sqrt(2/pi) as 0.797724 (not 0.7978846), so its
+    export differs from torch by about 5e-5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.gelu = nn.Linear(16, 8), nn.GELU()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.fc(x)
+        y = self.gelu(h) + 0.1 * h ** 3
+        return y, torch.argmax(y, dim=1)
+
+
+class Pools(nn.Module):
+    """Average pooling, nearest upsampling, concatenation and adaptive max pooling."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        up = nn.functional.interpolate(nn.functional.avg_pool2d(x, 2), scale_factor=2,
+                                       mode="nearest")
+        return torch.cat([up, x], dim=1), nn.functional.adaptive_max_pool2d(x, 1)
+
+
 def _randomize_batchnorm(model: nn.Module, g: torch.Generator) -> nn.Module:
     """Running statistics as a trained model has them (fresh ones are 0 and 1)."""
     for m in model.modules():
@@ -143,10 +168,12 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
                 (1, 8, 32)),
     "basic_block": (lambda: BasicBlock(8, 16, 2), (1, 8, 8, 8)),
     "depthwise": (DepthwiseBlock, (1, 8, 8, 8)),
+    "head": (Head, (3, 16)),
+    "pools": (Pools, (1, 3, 8, 8)),
     "resnet18": (ResNet18, (1, 3, 64, 64)),
     "mobilenet_v2": (MobileNetV2, (1, 3, 64, 64)),
 }
-SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise")
+SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise", "head", "pools")
 
 
 def make(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor]:

@@ -95,6 +95,15 @@ def translate_block(imp: ImportContext, body: Body, block: Block, env: dict[SSAV
             # constant, so the kernel does not compute in the wider type for it.
             env[bop.results[0]] = body.const(float(value),
                                              element_type_name(bop.results[0].type, bop))
+        elif bop.name == "math.fpowi" and \
+                element_type_name(bop.operands[1].type, bop) == "i64" and \
+                isinstance(n := constant_value(bop.operands[1], 4), int) and \
+                -2**31 <= n < 2**31:
+            # x ** 3 as torch-mlir writes it (GELU's tanh form): a constant i64 exponent
+            # taken as i32, so a device without 64-bit integers computes it too.
+            ft = element_type_name(bop.results[0].type, bop)
+            env[bop.results[0]] = translate_scalar_op(
+                body, bop, [use(bop.operands[0], bop), body.const(n, "i32")], [ft, "i32"], ft)
         elif len(bop.results) != 1:   # a branch, ...: no kernel body op
             raise Unsupported(f"unsupported op '{bop.name}' in a generic body", bop)
         else:
