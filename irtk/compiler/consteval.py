@@ -19,9 +19,9 @@ considered instead. A
 
 Body asserts: a `cf.assert` in a generic body that the front end could not prove is recorded
 on its generic (`attrs["asserts"]`). A generic that reads only constants is always evaluated,
-its asserts with it (each becomes an i1 output, and-reduced over reduction loops); one that
-fails is a located error. A generic that still has asserts afterwards reads the call's data,
-and is refused: a device kernel cannot fail the call.
+its asserts with it (each becomes an i1 output, and-reduced over reduction loops:
+body_asserts.py); one that fails is a located error. A generic that still has asserts
+afterwards reads the call's data: its asserts become host checks that fail the call.
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from irtk.compiler import kernel, tir
+from irtk.compiler import tir
+from irtk.compiler.body_asserts import assert_outputs, lower_data_asserts
 from irtk.compiler.frontend.convert import constant_dtype
 from irtk.errors import CompileError, Error
 from irtk.runtime import load
@@ -48,27 +49,18 @@ CompileCpu = Callable[[tir.Program], bytes]
 
 def evaluate_constants(program: tir.Program, compile_cpu: CompileCpu, fold: bool = True
                        ) -> None:
-    """Fold every function's constant expressions (in place), then refuse the generics whose
-    asserts depend on a call's data. With `fold=False` only the asserts of constant generics
+    """Fold every function's constant expressions (in place), then give the generics whose
+    asserts depend on a call's data their checks on the host (body_asserts.py). With `fold=False` only the asserts of constant generics
     are evaluated (and checked); every value is still computed at run time. A function that
     fails moves to `program.unsupported`."""
     for f in list(program.functions):
         try:
             _FunctionEvaluator(f, compile_cpu).run(fold)
-            _refuse_data_asserts(f)
+            lower_data_asserts(f)
         except CompileError as e:
             program.unsupported[f.name] = str(e)
             program.failed[f.name] = f
             program.functions.remove(f)
-
-
-def _refuse_data_asserts(f: tir.Function) -> None:
-    for op in tir.walk(f.body):
-        for _, message, location in op.attrs.get("asserts", ()):
-            raise CompileError(
-                f"{location}: error: cf.assert (\"{message}\") in a generic body depends on the "
-                "data: a device kernel cannot fail the call, and irtk does not drop a check "
-                "that can fire; assert on the host instead")
 
 
 class _FunctionEvaluator:
@@ -207,7 +199,7 @@ def _evaluate(ops: list[tir.Op], roots: list[tir.Op], compile_cpu: CompileCpu
         c = copy.deepcopy(op, memo)
         copies[id(op)] = c
         if c.attrs.get("asserts"):
-            body.extend(_assert_outputs(c, checks))
+            body.extend(assert_outputs(c, checks))
         body.append(c)
     for root in roots:
         # Not the assert outputs the copy may have gained: those are returned as checks.
@@ -235,40 +227,6 @@ def _evaluate(ops: list[tir.Op], roots: list[tir.Op], compile_cpu: CompileCpu
             out[id(root)].append(_as_constant(arrays[k], r.tensor_type))
             k += 1
     return out, failures
-
-
-def _assert_outputs(g: tir.Op, checks: list[tuple[tir.Value, str, str]]) -> list[tir.Op]:
-    """Give generic `g` one i1 output per body assert (its condition, and-ed over reduction
-    loops), appended to `checks`; returns the ops that make the outputs' initial values."""
-    asserts = g.attrs.pop("asserts")
-    ni = g.attrs["num_inputs"]
-    no = len(g.results)
-    k = len(asserts)
-    base = ni + no
-
-    def shift(x: int) -> int:
-        return x + k if x >= base else x
-
-    ops = [kernel.Op(o.name, tuple(shift(a) for a in o.operands), o.result_type, o.predicate,
-                     o.int_value, o.float_value) for o in g.attrs["ops"]]
-    yields = [shift(y) for y in g.attrs["yields"]]
-    first = g.results[0].tensor_type
-    ok_type = tir.TensorType(first.shape, "i1")
-    inits: list[tir.Op] = []
-    for j, (cond, message, location) in enumerate(asserts):
-        ops.append(kernel.Op("arith.andi", (base + j, shift(cond)), "i1"))
-        yields.append(base + k + len(ops) - 1)
-        init = tir.Op("constant", [], [tir.Value(ok_type)],
-                      {"value": np.ones(first.static_shape, np.int8), "unfoldable": False})
-        inits.append(init)
-        result = tir.Value(ok_type)
-        g.results.append(result)
-        checks.append((result, message, location))
-    at = ni + no
-    g.operands[at:at] = [i.result for i in inits]
-    g.attrs["maps"] = list(g.attrs["maps"]) + [g.attrs["maps"][ni]] * k
-    g.attrs["ops"], g.attrs["yields"] = ops, yields
-    return inits
 
 
 def _as_constant(value: object, t: tir.TensorType) -> np.ndarray:

@@ -127,21 +127,6 @@ def test_a_constant_assert_that_fails_is_a_located_error(const_eval, rng):
     assert "in function 'main'" in message
 
 
-def test_an_assert_on_the_data_is_still_refused(rng):
-    text = batchnorm_program(rng.uniform(0.5, 2, 4).astype(np.float32),
-                             rng.standard_normal(4).astype(np.float32))
-    text = text.replace("ins(%s, %scale : tensor<4xf32>", "ins(%s, %s2 : tensor<4xf32>")
-    text = text.replace("  %ey = ", "  %ey = ", 1)
-    # The factor's second operand now comes from the call's input.
-    text = text.replace("%zero = arith.constant 0.0 : f32",
-                        "%zero = arith.constant 0.0 : f32\n  %s2 = tensor.extract_slice %x[0, 0] "
-                        "[1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>")
-    with pytest.raises(irtk.CompileError, match=r"bn.mlir:\d+:5: error: cf.assert "
-                                                r"\(\"unimplemented: tensor with zero element\"\) "
-                                                r"in a generic body depends on the data"):
-        irtk.compile_str(text, target="cpu", filename="bn.mlir")
-
-
 REDUCTION = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
   %w = arith.constant DENSE : tensor<3x5xf32>
   %zero = arith.constant 0.0 : f32

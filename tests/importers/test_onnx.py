@@ -96,3 +96,13 @@ def test_bad_files_are_clear_errors(folder: Path) -> None:
         import_onnx(unknown)
     with pytest.raises(irtk.InputError, match="takes a path, bytes or onnx.ModelProto"):
         import_onnx(3)
+
+
+def test_the_onnx_path_does_not_need_pytorch(folder: Path) -> None:
+    # irtk[onnx] installs no torch: importing and compiling must not import it.
+    path, _ = _model("mlp", folder)
+    code = ("import sys, irtk.importers as I\n"
+            f"I.import_onnx({str(path)!r}).compile('cpu')\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr

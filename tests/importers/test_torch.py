@@ -14,7 +14,7 @@ import irtk
 from tests.conftest import all_device_uris
 
 FIXTURES = Path(__file__).with_name("fixtures")
-SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise", "head", "pools")
+SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise", "head", "pools", "tokens")
 
 
 @functools.cache
@@ -43,6 +43,18 @@ def _outputs(saved: np.lib.npyio.NpzFile) -> list[np.ndarray]:
 def test_an_exported_model_matches_torch(name: str, uri: str) -> None:
     saved = np.load(FIXTURES / f"{name}.npz")
     _close(irtk.load(_fixture_module(name), device=uri).main(saved["x"]), _outputs(saved))
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_a_token_out_of_range_fails_the_call(uri: str) -> None:
+    saved = np.load(FIXTURES / "tokens.npz")
+    tokens = saved["x"].copy()
+    tokens[1, 3] = 20   # the vocabulary has 20 entries
+    m = irtk.load(_fixture_module("tokens"), device=uri)
+    with pytest.raises(irtk.RuntimeFailure, match="assertion failed: index must be smaller "
+                                                  "than dim size"):
+        m.main(tokens)
+    _close(m.main(saved["x"]), _outputs(saved))
 
 
 def test_the_exports_are_as_torch_mlir_writes_them() -> None:

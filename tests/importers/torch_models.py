@@ -151,6 +151,20 @@ class Pools(nn.Module):
         return torch.cat([up, x], dim=1), nn.functional.adaptive_max_pool2d(x, 1)
 
 
+class TokenEncoder(nn.Module):
+    """Embedding (i64 token ids in; torch-mlir asserts each is in range), LayerNorm, mean."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.norm = nn.Embedding(VOCAB, 16), nn.LayerNorm(16)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.embed(tokens)).mean(dim=1)
+
+
+VOCAB = 20
+
+
 def _randomize_batchnorm(model: nn.Module, g: torch.Generator) -> nn.Module:
     """Running statistics as a trained model has them (fresh ones are 0 and 1)."""
     for m in model.modules():
@@ -170,10 +184,11 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "depthwise": (DepthwiseBlock, (1, 8, 8, 8)),
     "head": (Head, (3, 16)),
     "pools": (Pools, (1, 3, 8, 8)),
+    "tokens": (TokenEncoder, (2, 6)),
     "resnet18": (ResNet18, (1, 3, 64, 64)),
     "mobilenet_v2": (MobileNetV2, (1, 3, 64, 64)),
 }
-SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise", "head", "pools")
+SMALL = ("mlp", "lenet", "encoder", "basic_block", "depthwise", "head", "pools", "tokens")
 
 
 def make(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor]:
@@ -183,4 +198,6 @@ def make(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor]:
     with torch.no_grad():
         torch.manual_seed(seed)
         model = _randomize_batchnorm(factory(), g)
+        if name == "tokens":
+            return model, torch.randint(0, VOCAB, shape, generator=g)
         return model, torch.randn(shape, generator=g)

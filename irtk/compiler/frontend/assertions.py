@@ -1,13 +1,12 @@
-"""`cf.assert` in a generic body: proved at compile time, or refused.
+"""`cf.assert` in a generic body: proved at compile time, or left to a later check.
 
 torch-mlir writes one into every BatchNorm's body (on the model's running variance, or on its
-epsilon). A device kernel has no way to fail a call, so a body assert is kept out of the kernel
-only when it provably holds: then it can never fire and dropping it loses nothing. This module
-proves the ones whose condition is made of scalar constants; the importer records the rest on
-their generic, and constant evaluation (irtk/compiler/consteval.py) checks those whose generic
-reads only constants. A condition that is false, or that depends on a call's data, is a
-located error naming the message, so a compiled model never silently loses a check that can
-fire. (Host-level asserts are runtime checks: importer.py.)
+epsilon) and into every Embedding's (on its indices). A body assert that provably holds can
+never fire, so dropping it loses nothing. This module proves the ones whose condition is made
+of scalar constants, and makes one that is always false a located error; the importer records
+the rest on their generic, and consteval.py checks those whose generic reads only constants at
+compile time, and body_asserts.py makes the others checks that fail the call. (Host-level
+asserts are runtime checks: importer.py.)
 """
 from __future__ import annotations
 
