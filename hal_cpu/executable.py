@@ -20,6 +20,7 @@ import numpy as np
 from hal_cpu.kernel import (STEP_EXTRACT, STEP_INDEX, STEP_OP, STEP_PARAM, Kernel, Operand, Step,
                             map_bounds)
 from hal_cpu.ops import I32, VALUE_TYPES, OpAttrs, OpError, compile_op
+from hal_cpu import native_executor
 from hal_cpu.plans import choose_plan
 from irtk.body_ops import PARAM_TYPES, kernel_type
 from irtk.errors import VerificationError
@@ -49,7 +50,9 @@ class CpuExecutable(Executable):
 
     @classmethod
     def load(cls, data: bytes | bytearray | memoryview) -> CpuExecutable:
-        return cls(parse_kernels(data))
+        kernels = parse_kernels(data)
+        native_executor.attach(kernels)
+        return cls(kernels)
 
 
 def parse_kernels(data: bytes | bytearray | memoryview) -> list[Kernel]:
@@ -128,7 +131,7 @@ class _KernelDecoder:
                                 iterators)
         types = [op.element_type for op in inputs + outputs]
         gathers = {i for i, op in enumerate(inputs) if op.is_gather}
-        steps, step_names = self.ops(types, nloops, inputs, gathers)
+        steps, step_names, step_attrs = self.ops(types, nloops, inputs, gathers)
         yields = self.int_vector("yields", k.YieldsIsNone, k.YieldsLength, k.YieldsAsNumpy, 4)
         if len(yields) != len(outputs):
             raise self.fail("yields", f"has {len(yields)} values for {len(outputs)} outputs")
@@ -140,7 +143,8 @@ class _KernelDecoder:
                 raise self.fail(f"yields[{n}]", f"value {v} is {types[v]} but outputs[{n}] is "
                                 f"{out.element_type}")
         return Kernel(name, loop_ranges, dyn_loops, iterators, tile_size, inputs, outputs,
-                      steps, step_names, yields, self.params, types, choose_plan=choose_plan)
+                      steps, step_names, yields, self.params, types, choose_plan=choose_plan,
+                      step_attrs=step_attrs)
 
     # --- params and grid ---------------------------------------------------------------------
 
@@ -310,21 +314,23 @@ class _KernelDecoder:
     # --- body --------------------------------------------------------------------------------
 
     def ops(self, types: list[str], num_loops: int, inputs: list[Operand], gathers: set[int]
-            ) -> tuple[list[Step], list[str]]:
+            ) -> tuple[list[Step], list[str], list[OpAttrs | None]]:
         k = self.kdef
         count = _vector_length(self.buf, f"{self.where}: ops", k.OpsLength, 4)
         steps: list[Step] = []
         names: list[str] = []
+        attrs: list[OpAttrs | None] = []
         for n in range(count):
             odef = _get(f"{self.where}: ops[{n}]", lambda: k.Ops(n))
-            step, rtype, name = self.op(n, odef, types, num_loops, inputs, gathers)
+            step, rtype, name, attr = self.op(n, odef, types, num_loops, inputs, gathers)
             steps.append(step)
             names.append(name)
+            attrs.append(attr)
             types.append(rtype)
-        return steps, names
+        return steps, names, attrs
 
     def op(self, n: int, odef: OpDef, types: list[str], num_loops: int, inputs: list[Operand],
-           gathers: set[int]) -> tuple[Step, str, str]:
+           gathers: set[int]) -> tuple[Step, str, str, OpAttrs | None]:
         field = f"ops[{n}]"
         name = _string(f"{self.where}: {field}.name", odef.Name)
         if not name:
@@ -351,7 +357,7 @@ class _KernelDecoder:
                                 f"loop dimension {int_value} is not in [0, {num_loops})")
             if rtype not in (None, I32):
                 raise self.fail(f"{field}.result_type", f"{rtype!r} should be index or i32")
-            return (STEP_INDEX, int_value, ()), I32, name
+            return (STEP_INDEX, int_value, ()), I32, name, None
         if name == "kernel.param":
             if operands:
                 raise self.fail(f"{field}.operands", "kernel.param takes no operands")
@@ -361,7 +367,7 @@ class _KernelDecoder:
             ptype = kernel_type(self.params[int_value][1])
             if rtype not in (None, ptype):
                 raise self.fail(f"{field}.result_type", f"{rtype!r} should be {ptype}")
-            return (STEP_PARAM, int_value, ()), ptype, name
+            return (STEP_PARAM, int_value, ()), ptype, name, None
         if name == "tensor.extract":
             if int_value not in gathers:
                 raise self.fail(f"{field}.int_value", f"input {int_value} is not a gather "
@@ -377,13 +383,13 @@ class _KernelDecoder:
             if rtype not in (None, source.element_type):
                 raise self.fail(f"{field}.result_type",
                                 f"{rtype!r} should be {source.element_type}")
-            return (STEP_EXTRACT, int_value, tuple(operands)), source.element_type, name
+            return (STEP_EXTRACT, int_value, tuple(operands)), source.element_type, name, None
         attrs = OpAttrs(name, rtype, predicate, int_value, float_value)
         try:
             fn, result = compile_op(attrs, [types[v] for v in operands])
         except OpError as e:
             raise self.fail(field, str(e)) from None
-        return (STEP_OP, fn, tuple(operands)), result, name
+        return (STEP_OP, fn, tuple(operands)), result, name, attrs
 
     def int_vector(self, field: str, is_none: Callable[[], bool], length: Callable[[], int],
                    as_numpy: Callable[[], np.ndarray], elem_size: int) -> list[int]:

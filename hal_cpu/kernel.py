@@ -76,6 +76,10 @@ class Plan(Protocol):
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         ...
 
+    def run_range(self, bound: Bound, start: int, end: int) -> None:
+        """Run parallel points [start, end) (not empty, with a non-empty reduction)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Operand:
@@ -165,6 +169,7 @@ class Bound:
             if np.may_share_memory(memories[i], memories[o]))
         self.lock = threading.Lock()      # packed outputs: read-modify-write of shared bytes
         self.packed_targets: dict[int, np.ndarray] = {}   # operand -> its buffer bytes
+        self.native: Any = None           # what a native plan prepared for this dispatch
 
 
 class Kernel:
@@ -176,7 +181,8 @@ class Kernel:
                  iterator_types: Sequence[str], tile_size: int, inputs: Sequence[Operand],
                  outputs: Sequence[Operand], steps: Sequence[Step], step_names: Sequence[str],
                  yields: Sequence[int], params: Sequence[tuple[str, str, int]],
-                 value_types: Sequence[str], *, choose_plan: Callable[[Kernel], Plan]) -> None:
+                 value_types: Sequence[str], *, choose_plan: Callable[[Kernel], Plan],
+                 step_attrs: Sequence[Any] = ()) -> None:
         self.name = name
         self.static_loop_ranges = tuple(loop_ranges)
         self.dynamic_loops = tuple(dynamic_loops)
@@ -189,6 +195,9 @@ class Kernel:
         self.operands = self.inputs + self.outputs
         self.steps = tuple(steps)
         self.step_names = tuple(step_names)   # the MLIR op of each step
+        # Each op step's decoded attributes (hal_cpu.ops.OpAttrs; None for the executor's own
+        # steps): what the native code generator reads.
+        self.step_attrs = tuple(step_attrs) if step_attrs else (None,) * len(self.steps)
         self.yields = tuple(yields)
         self.params = tuple(params)       # (name, type, byte offset)
         self.value_types = tuple(value_types)
@@ -312,11 +321,15 @@ class Kernel:
         """Run parallel points [start, end) of a bound dispatch."""
         if bound.reduction_total == 0 or end <= start:
             return                       # no body evaluation: outputs keep their values
-        block = self.plan.block_points(bound)
+        self.plan.run_range(bound, start, end)
+
+    def run_boxes(self, plan: Plan, bound: Bound, start: int, end: int) -> None:
+        """The numpy executor: [start, end) in blocks, each cut into boxes `plan` runs."""
+        block = plan.block_points(bound)
         with np.errstate(all="ignore"):
             for s in range(start, end, block):
                 for pbox in boxes(bound.parallel_extents, s, min(s + block, end)):
-                    self.plan.run_box(bound, self.loop_box(bound, pbox))
+                    plan.run_box(bound, self.loop_box(bound, pbox))
 
     def loop_box(self, bound: Bound, pbox: Box) -> list[tuple[int, int]]:
         """A parallel box widened to every loop (reductions: their whole range)."""

@@ -44,6 +44,12 @@ class _Plan:
     def block_points(self, bound: Bound) -> int:
         return kx.BLOCK_ITERATIONS
 
+    def run_box(self, bound: Bound, box: LoopBox) -> None:
+        raise NotImplementedError
+
+    def run_range(self, bound: Bound, start: int, end: int) -> None:
+        self.kernel.run_boxes(self, bound, start, end)
+
 
 class Elementwise(_Plan):
     """No reduction loop: the body runs once over each box."""

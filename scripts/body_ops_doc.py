@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from hal_cpu.native_ops import NATIVE  # noqa: E402
 from hal_cpu.ops import NUMPY  # noqa: E402
 from irtk import body_ops  # noqa: E402
 from irtk.body_ops import Backend  # noqa: E402
@@ -25,7 +26,8 @@ from irtk.vm import docgen  # noqa: E402
 
 DOC_PATH = ROOT / "docs" / "body_ops.md"
 COMMAND = "python scripts/body_ops_doc.py"
-BACKENDS: tuple[tuple[str, Backend], ...] = (("cpu", NUMPY), ("vulkan-spirv", SPIRV_OPS),
+BACKENDS: tuple[tuple[str, Backend], ...] = (("cpu", NUMPY), ("cpu native", NATIVE),
+                                              ("vulkan-spirv", SPIRV_OPS),
                                               ("host (VM)", HOST_OPS))
 
 

@@ -18,6 +18,9 @@ _CACHE = tempfile.mkdtemp(prefix="irtk-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", os.path.join(_CACHE, "mesa"))
 os.environ.setdefault("IRTK_CACHE_DIR", os.path.join(_CACHE, "irtk"))
+# A kernel the native CPU code generator takes but LLVM then rejects is an irtk bug: users get
+# the numpy executor and a warning, the tests a failure.
+os.environ.setdefault("IRTK_CPU_NATIVE_STRICT", "1")
 
 # How the suites make a driver where that differs from its defaults: local-task with three
 # workers and small chunks, so even small test dispatches spread over the workers.

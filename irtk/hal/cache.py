@@ -2,7 +2,8 @@
 
 The root is `$IRTK_CACHE_DIR`, else `$XDG_CACHE_HOME/irtk`, else `~/.cache/irtk`; each driver
 keeps its files in a folder of its own (`vulkan/`: the Vulkan pipeline caches, one per device
-and driver version, hal_vulkan/pipeline_cache.py). Every file there is a cache: removing it
+and driver version, hal_vulkan/pipeline_cache.py; `cpu/`: the CPU drivers' machine code,
+hal_cpu/llvm_jit.py). Every file there is a cache: removing it
 costs only the time to rebuild it.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 # The folders irtk writes, and what each holds (for `irtk cache info`).
 CACHE_KINDS: dict[str, str] = {
     "vulkan": "Vulkan pipeline caches: compiled shaders, one per device and driver version",
+    "cpu": "native CPU kernels: object files LLVM built for this CPU, one per executable",
 }
 
 
