@@ -22,6 +22,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,8 @@ def target() -> _Target:
             llvm.initialize_native_asmprinter()
             cpu = llvm.get_host_cpu_name()
             features = llvm.get_host_cpu_features().flatten()
+            if "+avx512f" in features.split(","):
+                features += ",-prefer-256-bit"   # explicit wide vectors stay 512-bit
             triple = llvm.get_process_triple()
             _target = _Target(_machine(triple, cpu, features), cpu, features, triple)
         return _target
@@ -100,6 +103,7 @@ def compile_object(ir_text: str) -> bytes:
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
+    tuning.loop_unrolling = False
     builder = llvm.create_pass_builder(t.machine, tuning)
     builder.getModulePassManager().run(module, builder)
     with _lock:  # the target machine is shared; emitting is not documented as thread-safe
@@ -146,7 +150,6 @@ STATS = CompileStats()
 
 def object_for(ir_text: str) -> bytes:
     """The object file of a module: from the disk cache, else compiled (and stored)."""
-    import time
     path = cache_dir() / f"{cache_key(ir_text)}.o"
     cached = _read_cached(path)
     if cached is not None:
@@ -188,4 +191,6 @@ def load(ir_text: str) -> LoadedCode:
     except Exception:
         path = cache_dir() / f"{cache_key(ir_text)}.o"
         path.unlink(missing_ok=True)
-        return LoadedCode(compile_object(ir_text))
+        obj = compile_object(ir_text)
+        _write_cached(path, obj)
+        return LoadedCode(obj)

@@ -374,16 +374,22 @@ def build(module: ir.Module, k: Kernel, attrs: Sequence[OpAttrs | None], name: s
             else:
                 _store(b, value, locations[o], op.element_type)
 
-    def row(r: ir.Value) -> None:
+    def lead_index(r: ir.Value) -> dict[int, ir.Value]:
         index: dict[int, ir.Value] = {}
         rest = r
         for j in reversed(lead):
             extent = facts.loop_range(j)
             index[j] = b.urem(rest, extent)
             rest = b.udiv(rest, extent)
+        return index
+
+    def row(r: ir.Value, lo: ir.Value | None = None) -> None:
+        index = lead_index(r)
         first = b.mul(r, inner)
-        lo = emitter.call_intrinsic("llvm.smax", I64, [b.sub(start, first), ir.Constant(I64, 0)])
         hi = emitter.call_intrinsic("llvm.smin", I64, [b.sub(end, first), inner])
+        if lo is None:
+            lo = emitter.call_intrinsic("llvm.smax", I64, [b.sub(start, first),
+                                                           ir.Constant(I64, 0)])
 
         def out_locations(ix: dict[int, ir.Value]) -> list[ir.Value]:
             return [address(n_in + o, ix) for o in range(len(k.outputs))]
@@ -448,12 +454,206 @@ def build(module: ir.Module, k: Kernel, attrs: Sequence[OpAttrs | None], name: s
                            op.element_type)
             _loop(fn, b, lo, hi, point, "p")
 
+    def epilogue_at(ix: dict[int, ir.Value]) -> None:
+        """The other outputs of a GEMM kernel at one point, from its final sum."""
+        assert gemm is not None
+        t = k.outputs[0].element_type
+        values: dict[int, ir.Value] = {n_ops + gemm.add_step: _load(b, address(n_in, ix), t)}
+        for s in gemm.epilogue:
+            a = _attr(attrs, s)
+            args = k.steps[s][2]
+            types = [k.value_types[v] for v in args]
+            impl = NATIVE.lookup(a.name, types, k.value_types[n_ops + s])
+            assert impl is not None
+            values[n_ops + s] = impl(emitter, [values[v] for v in args], a, types,
+                                     k.value_types[n_ops + s])
+        for o in range(1, len(k.outputs)):
+            _store(b, values[k.yields[o]], address(n_in + o, ix), k.outputs[o].element_type)
+
     row_lo = b.udiv(start, inner)
     row_hi = b.add(b.udiv(b.sub(end, ir.Constant(I64, 1)), inner), ir.Constant(I64, 1))
     nonempty = b.icmp_signed("<", start, end)
+    gemm = gemm_operands(k, attrs)
     with b.if_then(nonempty):
-        _loop(fn, b, row_lo, row_hi, row, "row")
+        if gemm is None:
+            _loop(fn, b, row_lo, row_hi, row, "row")
+        else:
+            _gemm_rows(fn, b, emitter, k, facts, ptrs, gemm, inner, start, end, row_lo, row_hi,
+                       lead_index, row, epilogue_at)
     b.ret_void()
+
+
+# --- the contraction micro-kernel ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Gemm:
+    """out += a * b where b and out walk the innermost parallel loop contiguously and a does not
+    move with it: a register-blocked micro-kernel applies (a matmul; a convolution as an
+    implicit GEMM over its output channels)."""
+
+    a: int
+    b: int
+    t: str
+    rows: int                # rows of points per block (each its own accumulators)
+    width: int               # lanes per vector
+    vectors: int             # vectors per row of a tile
+    add_step: int            # the step whose value is the sum (output 0's yield)
+    epilogue: tuple[int, ...]  # steps computed from the final sum (the other outputs' values)
+
+
+def gemm_operands(k: Kernel, attrs: Sequence[OpAttrs | None]) -> Gemm | None:
+    if not k.reduction_dims or not k.parallel_dims or not k.is_static or k.params:
+        return None
+    t = k.outputs[0].element_type
+    if t not in ("f32", "f64") or not k.read_outputs[0] or any(k.read_outputs[1:]):
+        return None
+    n_in = len(k.inputs)
+    base = len(k.operands)
+    names = [a.name if a is not None else "" for a in attrs]
+    s_add = k.yields[0] - base
+    if s_add < 0 or names[s_add] != "arith.addf":
+        return None
+    add_args = k.steps[s_add][2]
+    if n_in not in add_args:
+        return None
+    m = add_args[1] if add_args[0] == n_in else add_args[0]
+    if m < base or names[m - base] != "arith.mulf":
+        return None
+    x, y = k.steps[m - base][2]
+    if x == y or x >= n_in or y >= n_in or k.inputs[x].is_gather or k.inputs[y].is_gather:
+        return None
+    if any(op.element_type != t for op in k.inputs):
+        return None
+    # The other steps: an epilogue of the sum (a fused relu or bias), computed once at the end.
+    epilogue: list[int] = []
+    known = {base + s_add}
+    for s, step in enumerate(k.steps):
+        if s in (s_add, m - base):
+            continue
+        if step[0] != kx.STEP_OP or not all(v in known for v in step[2]):
+            return None
+        epilogue.append(s)
+        known.add(base + s)
+    if not all(y in known for y in k.yields[1:]):
+        return None
+    lays = [kx.layout(op, k.static_loop_ranges, ()) for op in k.operands]
+    p = k.parallel_dims[-1]
+    lead = k.parallel_dims[:-1]
+    if lays[n_in].coeffs[p] != 1:
+        return None
+    for a, bb in ((x, y), (y, x)):
+        if lays[a].coeffs[p] == 0 and lays[bb].coeffs[p] == 1 and \
+                all(lays[bb].coeffs[j] == 0 for j in lead):
+            wide = "+avx512f" in _host_features()
+            lane_bytes = 64 if wide else 32
+            return Gemm(a, bb, t, 6 if wide else 4, lane_bytes // (4 if t == "f32" else 8),
+                        4 if wide else 2, s_add, tuple(epilogue))
+    return None
+
+
+def _host_features() -> str:
+    from hal_cpu import llvm_jit
+    return llvm_jit.target().features
+
+
+def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _Facts,
+               ptrs: list[ir.Value], g: Gemm, inner: ir.Value, start: ir.Value, end: ir.Value,
+               row_lo: ir.Value, row_hi: ir.Value,
+               lead_index: Callable[[ir.Value], dict[int, ir.Value]],
+               row: Callable[..., None],
+               epilogue_at: Callable[[dict[int, ir.Value]], None]) -> None:
+    """Rows of the chunk: a partial first row, then blocks of `g.rows` whole rows through the
+    micro-kernel (whole tiles of `vectors * width` points; the rest of each row generic), then
+    the remaining rows generic. Every point still folds its products in loop order."""
+    one = ir.Constant(I64, 1)
+    full_lo = b.udiv(b.add(start, b.sub(inner, one)), inner)      # first row inside the chunk
+    full_hi = b.udiv(end, inner)                                   # past the last one
+    rows_c = ir.Constant(I64, g.rows)
+    span = e.call_intrinsic("llvm.smax", I64, [b.sub(full_hi, full_lo), ir.Constant(I64, 0)])
+    blocks = b.udiv(span, rows_c)
+    head_hi = e.call_intrinsic("llvm.smin", I64, [full_lo, row_hi])
+    _loop(fn, b, row_lo, head_hi, row, "head")
+    n_in = len(k.inputs)
+    et = F32 if g.t == "f32" else F64
+    vt = ir.VectorType(et, g.width)
+    tile = g.width * g.vectors
+    with b.goto_entry_block():
+        accs = [[b.alloca(vt) for _ in range(g.vectors)] for _ in range(g.rows)]
+    rdims = list(k.reduction_dims)
+
+    def offset(i: int, ix: dict[int, ir.Value], dims: Sequence[int]) -> ir.Value:
+        flat: ir.Value = ir.Constant(I64, 0)
+        for j in dims:
+            c = facts.layouts[i].coeffs[j]
+            if c:
+                flat = b.add(flat, b.mul(ir.Constant(I64, c), ix[j]))
+        return flat
+
+    def splat(x: ir.Value) -> ir.Value:
+        v = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
+        return b.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, g.width), [0] * g.width))
+
+    def block(bi: ir.Value) -> None:
+        r0 = b.add(full_lo, b.mul(bi, rows_c))
+        lead_ix = [lead_index(b.add(r0, ir.Constant(I64, r))) for r in range(g.rows)]
+        lead_dims = list(k.parallel_dims[:-1])
+        a_base = [b.add(facts.const(g.a), offset(g.a, ix, lead_dims)) for ix in lead_ix]
+        c_base = [b.add(facts.const(n_in), offset(n_in, ix, lead_dims)) for ix in lead_ix]
+        b_base = facts.const(g.b)
+        tiles = b.udiv(inner, ir.Constant(I64, tile))
+
+        def one_tile(ti: ir.Value) -> None:
+            j0 = b.mul(ti, ir.Constant(I64, tile))
+            for r in range(g.rows):
+                for v in range(g.vectors):
+                    at = b.add(b.add(c_base[r], j0), ir.Constant(I64, v * g.width))
+                    b.store(b.load(b.gep(ptrs[n_in], [at], source_etype=et), typ=vt, align=4),
+                            accs[r][v])
+
+            def leaf(ix: dict[int, ir.Value]) -> None:
+                boff = b.add(b.add(b_base, offset(g.b, ix, rdims)), j0)
+                bv = [b.load(b.gep(ptrs[g.b], [b.add(boff, ir.Constant(I64, v * g.width))],
+                                   source_etype=et), typ=vt, align=4) for v in range(g.vectors)]
+                a_red = offset(g.a, ix, rdims)
+                for r in range(g.rows):
+                    a = b.load(b.gep(ptrs[g.a], [b.add(a_base[r], a_red)], source_etype=et),
+                               typ=et)
+                    av = splat(a)
+                    for v in range(g.vectors):
+                        # The product, rounded, then the sum: as the kernel's two ops.
+                        acc = b.load(accs[r][v], typ=vt)
+                        b.store(b.fadd(acc, b.fmul(av, bv[v])), accs[r][v])
+
+            def nest(level: int, ix: dict[int, ir.Value]) -> None:
+                if level == len(rdims):
+                    leaf(ix)
+                    return
+                j = rdims[level]
+                _loop(fn, b, ir.Constant(I64, 0), facts.loop_range(j),
+                      lambda v: nest(level + 1, {**ix, j: v}), f"g{j}")
+            nest(0, {})
+            for r in range(g.rows):
+                for v in range(g.vectors):
+                    at = b.add(b.add(c_base[r], j0), ir.Constant(I64, v * g.width))
+                    b.store(b.load(accs[r][v], typ=vt),
+                            b.gep(ptrs[n_in], [at], source_etype=et), align=4)
+            if g.epilogue or len(k.outputs) > 1:
+                p = k.parallel_dims[-1]
+
+                def epilogue_row(r: ir.Value) -> None:
+                    ix = lead_index(r)
+                    _loop(fn, b, j0, b.add(j0, ir.Constant(I64, tile)),
+                          lambda j: epilogue_at({**ix, p: j}), "epi")
+                _loop(fn, b, r0, b.add(r0, rows_c), epilogue_row, "epirow")
+        _loop(fn, b, ir.Constant(I64, 0), tiles, one_tile, "tile")
+        rest = b.mul(tiles, ir.Constant(I64, tile))
+        _loop(fn, b, r0, b.add(r0, rows_c), lambda r: row(r, rest), "rest")
+
+    _loop(fn, b, ir.Constant(I64, 0), blocks, block, "block")
+    tail_lo = e.call_intrinsic("llvm.smax", I64, [b.add(full_lo, b.mul(blocks, rows_c)),
+                                                  head_hi])
+    _loop(fn, b, tail_lo, row_hi, row, "tail")
 
 
 __all__ = ["ArgLayout", "Unsupported", "arg_layout", "build", "check_supported",

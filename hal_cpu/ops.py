@@ -106,6 +106,18 @@ def _minimumf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(zeros, -((-a) + (-b)), r) if zeros.any() else r
 
 
+def _maxnumf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r = np.fmax(a, b)            # the number wins over NaN; numpy leaves the zeros' order open
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, a + b, r) if zeros.any() else r
+
+
+def _minnumf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r = np.fmin(a, b)
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, -((-a) + (-b)), r) if zeros.any() else r
+
+
 def _rsqrt(a: np.ndarray) -> np.ndarray:
     return a.dtype.type(1) / np.sqrt(a)
 
@@ -191,8 +203,8 @@ _FLOAT_BINARY: dict[str, OpFn] = {
     "arith.remf": np.fmod,  # C fmod: the result has the sign of the dividend
     "arith.maximumf": _maximumf,
     "arith.minimumf": _minimumf,
-    "arith.maxnumf": np.fmax,
-    "arith.minnumf": np.fmin,
+    "arith.maxnumf": _maxnumf,
+    "arith.minnumf": _minnumf,
     "math.powf": np.power,
     "math.atan2": np.arctan2,
     "math.copysign": np.copysign,

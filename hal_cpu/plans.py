@@ -184,6 +184,22 @@ def _min_reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return r
 
 
+def _signed_zeros(reduce: Reducer, larger: bool) -> Reducer:
+    """A max/min reduction whose zero result is ordered -0 < +0 (numpy's fmax/fmin leave it
+    open)."""
+    def fixed(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        r = reduce(x, axes)
+        zero = r == 0
+        if zero.any():
+            pick = ~np.signbit(x) if larger else np.signbit(x)
+            found = np.any((x == 0) & pick, axis=axes, keepdims=True)
+            plus, minus = x.dtype.type(0), x.dtype.type(-0.0)
+            r = np.where(zero, np.where(found, plus if larger else minus,
+                                        minus if larger else plus), r)
+        return r
+    return fixed
+
+
 def _ufunc_reducer(ufunc: np.ufunc, t: str) -> Reducer:
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         r = ufunc.reduce(x, axis=axes, dtype=x.dtype, keepdims=True)
@@ -237,8 +253,8 @@ def _reducer(name: str, t: str) -> Fold | None:
             return _ordered(np.add if name == "arith.addf" else np.multiply)
         return None
     floats = {"arith.maximumf": _max_reduce, "arith.minimumf": _min_reduce,
-              "arith.maxnumf": _ufunc_reducer(np.fmax, t),
-              "arith.minnumf": _ufunc_reducer(np.fmin, t)}
+              "arith.maxnumf": _signed_zeros(_ufunc_reducer(np.fmax, t), True),
+              "arith.minnumf": _signed_zeros(_ufunc_reducer(np.fmin, t), False)}
     if name in floats and t in FLOAT_TYPES:
         return _unordered(floats[name])
     if t not in _WHOLE_INTS:
