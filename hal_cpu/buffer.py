@@ -43,6 +43,12 @@ class CpuBuffer(Buffer):
         self._check_range(offset, length)
         return self.host_memory[offset:offset + length].tobytes()
 
+    def read_into(self, out: memoryview, offset: int = 0) -> None:
+        """One copy, straight from the buffer's bytes into `out`."""
+        n = out.nbytes
+        self._check_range(offset, n)
+        np.frombuffer(out, dtype=np.uint8, count=n)[:] = self.host_memory[offset:offset + n]
+
     def write(self, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
         src = _as_bytes(data)
         self._check_range(offset, src.size)

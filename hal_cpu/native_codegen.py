@@ -563,8 +563,8 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
                row: Callable[..., None],
                epilogue_at: Callable[[dict[int, ir.Value]], None]) -> None:
     """Rows of the chunk: a partial first row, then blocks of `g.rows` whole rows through the
-    micro-kernel (whole tiles of `vectors * width` points; the rest of each row generic), then
-    the remaining rows generic. Every point still folds its products in loop order."""
+    micro-kernel (whole tiles of `vectors * width` points; the rest of each row generic), the
+    whole rows left one by one through it, then the partial last row generic. Every point still folds its products in loop order."""
     one = ir.Constant(I64, 1)
     full_lo = b.udiv(b.add(start, b.sub(inner, one)), inner)      # first row inside the chunk
     full_hi = b.udiv(end, inner)                                   # past the last one
@@ -594,9 +594,10 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
         return b.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
                                 ir.Constant(ir.VectorType(I32, g.width), [0] * g.width))
 
-    def block(bi: ir.Value) -> None:
-        r0 = b.add(full_lo, b.mul(bi, rows_c))
-        lead_ix = [lead_index(b.add(r0, ir.Constant(I64, r))) for r in range(g.rows)]
+    def block(first: ir.Value, bi: ir.Value, nrows: int) -> None:
+        rows_n = ir.Constant(I64, nrows)
+        r0 = b.add(first, b.mul(bi, rows_n))
+        lead_ix = [lead_index(b.add(r0, ir.Constant(I64, r))) for r in range(nrows)]
         lead_dims = list(k.parallel_dims[:-1])
         a_base = [b.add(facts.const(g.a), offset(g.a, ix, lead_dims)) for ix in lead_ix]
         c_base = [b.add(facts.const(n_in), offset(n_in, ix, lead_dims)) for ix in lead_ix]
@@ -605,7 +606,7 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
 
         def one_tile(ti: ir.Value) -> None:
             j0 = b.mul(ti, ir.Constant(I64, tile))
-            for r in range(g.rows):
+            for r in range(nrows):
                 for v in range(g.vectors):
                     at = b.add(b.add(c_base[r], j0), ir.Constant(I64, v * g.width))
                     b.store(b.load(b.gep(ptrs[n_in], [at], source_etype=et), typ=vt, align=4),
@@ -616,7 +617,7 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
                 bv = [b.load(b.gep(ptrs[g.b], [b.add(boff, ir.Constant(I64, v * g.width))],
                                    source_etype=et), typ=vt, align=4) for v in range(g.vectors)]
                 a_red = offset(g.a, ix, rdims)
-                for r in range(g.rows):
+                for r in range(nrows):
                     a = b.load(b.gep(ptrs[g.a], [b.add(a_base[r], a_red)], source_etype=et),
                                typ=et)
                     av = splat(a)
@@ -633,7 +634,7 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
                 _loop(fn, b, ir.Constant(I64, 0), facts.loop_range(j),
                       lambda v: nest(level + 1, {**ix, j: v}), f"g{j}")
             nest(0, {})
-            for r in range(g.rows):
+            for r in range(nrows):
                 for v in range(g.vectors):
                     at = b.add(b.add(c_base[r], j0), ir.Constant(I64, v * g.width))
                     b.store(b.load(accs[r][v], typ=vt),
@@ -645,14 +646,17 @@ def _gemm_rows(fn: ir.Function, b: ir.IRBuilder, e: Emitter, k: Kernel, facts: _
                     ix = lead_index(r)
                     _loop(fn, b, j0, b.add(j0, ir.Constant(I64, tile)),
                           lambda j: epilogue_at({**ix, p: j}), "epi")
-                _loop(fn, b, r0, b.add(r0, rows_c), epilogue_row, "epirow")
+                _loop(fn, b, r0, b.add(r0, rows_n), epilogue_row, "epirow")
         _loop(fn, b, ir.Constant(I64, 0), tiles, one_tile, "tile")
         rest = b.mul(tiles, ir.Constant(I64, tile))
-        _loop(fn, b, r0, b.add(r0, rows_c), lambda r: row(r, rest), "rest")
+        _loop(fn, b, r0, b.add(r0, rows_n), lambda r: row(r, rest), "rest")
 
-    _loop(fn, b, ir.Constant(I64, 0), blocks, block, "block")
-    tail_lo = e.call_intrinsic("llvm.smax", I64, [b.add(full_lo, b.mul(blocks, rows_c)),
-                                                  head_hi])
+    _loop(fn, b, ir.Constant(I64, 0), blocks, lambda bi: block(full_lo, bi, g.rows), "block")
+    # Whole rows left over (fewer than a block): one row at a time, still through tiles.
+    single = b.add(full_lo, b.mul(blocks, rows_c))
+    _loop(fn, b, ir.Constant(I64, 0), b.sub(span, b.mul(blocks, rows_c)),
+          lambda bi: block(single, bi, 1), "single")
+    tail_lo = e.call_intrinsic("llvm.smax", I64, [b.add(full_lo, span), head_hi])
     _loop(fn, b, tail_lo, row_hi, row, "tail")
 
 
