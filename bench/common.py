@@ -66,8 +66,18 @@ class Iree:
               ) -> tuple[float | None, float | None]:
         """`time`'s figure, and the median of the same call with its arguments already on the
         device (what iree-benchmark-module times): (None, None) without IREE."""
-        if not self.python:
+        figures = self.figures(mlir, device, shapes, reps)
+        if figures is None:
             return None, None
+        return figures["seconds"], figures["resident"]
+
+    def figures(self, mlir: str, device: str, shapes: str, reps: int
+                ) -> dict[str, float] | None:
+        """Every figure of one run, in seconds: "seconds" (numpy in, results read back),
+        "resident" (arguments on the device), "kept" (results left there too); None without
+        IREE."""
+        if not self.python:
+            return None
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "prog.mlir"
             path.write_text(mlir)
@@ -85,12 +95,12 @@ class Iree:
             return self._fail(f"IREE on {device} failed: {lines[-1] if lines else p.returncode}")
         try:
             figures = json.loads(p.stdout.strip().splitlines()[-1])
-            return float(figures["seconds"]), float(figures["resident"])
+            return {k: float(figures[k]) for k in ("seconds", "resident", "kept")}
         except (IndexError, ValueError, KeyError, TypeError):
             return self._fail(f"IREE on {device} printed no timing: {p.stdout[-200:]!r}")
 
-    def _fail(self, reason: str) -> tuple[None, None]:
+    def _fail(self, reason: str) -> None:
         if reason not in self._said:
             self._said.add(reason)
             print(f"note: IREE figure n/a: {reason}", file=sys.stderr)
-        return None, None
+        return None

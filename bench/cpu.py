@@ -3,11 +3,11 @@
 For each program of issue-sized CPU work (matmuls, a 3x3 convolution with relu, an MLP, an
 elementwise add + relu, a row sum, a softmax), compiled for the `cpu` target:
 - irtk local-task and local-sync, native executor, resident call (arguments already on the
-  device, the result read back: what iree-benchmark-module times), and local-task's speed-up
-  over local-sync;
+  device and the result left there, `device_results=True`: what iree-benchmark-module times),
+  and local-task's speed-up over local-sync;
 - irtk local-task on the numpy reference executor (`--reference`; slow on the big matmuls);
 - numpy computing the same thing (OpenBLAS for the matmuls: what this CPU can do);
-- IREE 3.13 llvm-cpu on local-task, resident, when `--iree-python` names an IREE environment
+- IREE 3.13 llvm-cpu on local-task, resident with its results left on the device, when `--iree-python` names an IREE environment
   (bench/iree_runner.py), and irtk / IREE;
 - what LLVM cost the first load of each module (a fresh cache folder).
 
@@ -148,7 +148,7 @@ def _irtk(vmfb: bytes, device: str, arrays: list[np.ndarray], reps: int) -> tupl
     module = irtk.load(vmfb, device=device)
     views = _resident(module.main.module, arrays)
     result = np.asarray(module.main(*arrays))
-    return median_time(lambda: module.main(*views), reps), result
+    return median_time(lambda: module.main(*views, device_results=True), reps), result
 
 
 def main() -> None:
@@ -191,7 +191,8 @@ def main() -> None:
             os.environ["IRTK_CPU_EXECUTOR"] = "native"
         numpy_time = median_time(lambda: ref(*arrays), args.reps) if ref else None
         shape_text = ",".join("x".join(map(str, s)) + "xf32" for s in shapes)
-        _, iree_resident = iree.times(mlir, "local-task", shape_text, args.reps)
+        figures = iree.figures(mlir, "local-task", shape_text, args.reps)
+        iree_resident = None if figures is None else figures["kept"]
         ratio = f"{task / iree_resident:>9.2f}" if iree_resident else f"{'n/a':>9}"
         err = float(np.max(np.abs(result.astype(np.float64) - ref(
             *[a.astype(np.float64) for a in arrays])))) if ref else float("nan")

@@ -19,7 +19,7 @@ class CpuBuffer(Buffer):
     def __init__(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT,
                  data: np.ndarray | None = None) -> None:
         super().__init__(size, usage)
-        self._data: np.ndarray | None = np.zeros(size, dtype=np.uint8) if data is None else data
+        self._data: np.ndarray | None = np.empty(size, dtype=np.uint8) if data is None else data
 
     @property
     def released(self) -> bool:
@@ -66,7 +66,9 @@ class CpuBuffer(Buffer):
 
 
 class CpuAllocator(Allocator[CpuBuffer]):
-    """Allocates zero-initialised host buffers."""
+    """Allocates host buffers whose contents are undefined, as on a GPU and in IREE: zeroing
+    (or faulting in fresh zero pages) costs as much as a pass over the buffer, and the compiler
+    fills whatever a kernel reads before writing (`tensor.empty` operands)."""
 
     def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
         if size < 0:

@@ -32,8 +32,10 @@ __all__ = ["BindingTable", "CpuCommandBuffer", "Runner", "run_commands"]
 class Runner(Protocol):
     """Where work items run: inline (local-sync) or on the task system (local-task)."""
 
-    def split(self, end: int, granule: int) -> list[tuple[int, int]]:
-        """Cut iterations [0, end) into chunks whose bounds are multiples of `granule`."""
+    def split(self, end: int, granule: int, min_points: int | None = None
+              ) -> list[tuple[int, int]]:
+        """Cut iterations [0, end) into chunks whose bounds are multiples of `granule`, each
+        of at least `min_points` iterations where given (else the runner's own minimum)."""
 
     def run(self, items: Sequence[WorkItem]) -> None:
         """Run independent work items; returns when all are done, raising the first error."""
@@ -94,7 +96,8 @@ def _work(cmd: ResolvedCommand, runner: Runner) -> list[WorkItem]:
         end = kernel.iteration_end(cmd.command.workgroups, views)
         if end == 0:
             return []
-        return work_items(kernel, views, runner.split(end, kernel.tile_size))
+        return work_items(kernel, views, runner.split(end, kernel.tile_size,
+                                                      kernel.plan.min_chunk_points(views)))
     if isinstance(cmd, ResolvedFill):
         return [lambda: _fill(cmd.target, cmd.pattern)]
     if isinstance(cmd, ResolvedCopy):

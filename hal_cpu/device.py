@@ -1,7 +1,8 @@
 """The CPU device, shared by local-sync and local-task; they differ only in where work runs.
 
 local-sync runs each queue operation inline on the caller's thread. local-task hands it to an
-in-order queue thread and returns at once; dispatches spread over the device's task system.
+in-order queue and returns at once; a queue thread runs it, or the host thread that then waits
+for it without a time limit (submission_queue.py); dispatches spread over the task system.
 Either way a queue operation waits on its wait fence, does its work, and signals its signal
 fence — or fails the signal fence with the error, which then reaches whoever waits on it.
 Nothing is raised into the queue thread or the workers.
@@ -14,7 +15,8 @@ from hal_cpu.buffer import CpuAllocator
 from hal_cpu.command_buffer import BindingTable, CpuCommandBuffer, run_commands
 from hal_cpu.executable import CpuExecutable
 from hal_cpu.semaphore import CpuSemaphore
-from hal_cpu.task_system import MIN_CHUNK_ITERATIONS, InlineRunner, SubmissionQueue, TaskSystem
+from hal_cpu.submission_queue import SubmissionQueue
+from hal_cpu.task_system import MIN_CHUNK_ITERATIONS, InlineRunner, TaskSystem
 from irtk import tracing
 from irtk.errors import DeviceError, RuntimeFailure
 from irtk.hal.buffer import Buffer
@@ -53,7 +55,7 @@ class CpuDevice(Device):
         return CpuCommandBuffer(binding_capacity)
 
     def create_semaphore(self, initial_value: int = 0) -> CpuSemaphore:
-        return CpuSemaphore(initial_value)
+        return CpuSemaphore(initial_value, self._queue)
 
     def queue_execute(self, wait: Fence, signal: Fence, command_buffers: list[CommandBuffer],
                       binding_tables: list[list[tuple[Buffer, int, int]]] | None = None) -> None:
@@ -105,12 +107,12 @@ class CpuDevice(Device):
     def queue_alloca(self, wait: Fence, signal: Fence, size: int) -> Buffer:
         self._check_live()
         buffer = self.allocator.allocate(size)
-        self._submit(wait, signal, lambda: None)
+        self._submit(wait, signal, lambda: None, inline=True)
         return buffer
 
     def queue_dealloca(self, wait: Fence, signal: Fence, buffer: Buffer) -> None:
         self._check_live()
-        self._submit(wait, signal, buffer.release)
+        self._submit(wait, signal, buffer.release, inline=True)
 
     def _host_submit(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
         """Host transfers (queue_read/queue_write) are ordinary work on the CPU queue."""
@@ -125,12 +127,18 @@ class CpuDevice(Device):
             self._queue.shutdown()
         self.task_system.shutdown()
 
-    def _submit(self, wait: Fence, signal: Fence, work: Callable[[], None]) -> None:
+    def _submit(self, wait: Fence, signal: Fence, work: Callable[[], None],
+                inline: bool = False) -> None:
+        """`inline`: cheap work that may run on the caller when the queue is idle."""
         job = HostQueueOp(wait, signal, work)
-        if self._queue is None:
+        queue = self._queue
+        if queue is None:
             job()
-        else:
-            self._queue.submit(job)
+            return
+        # Only this device's semaphores let a waiter donate itself (or wake the queue thread),
+        # so only then may the queue thread sleep on until something asks for it.
+        own = bool(signal.points) and all(isinstance(s, CpuSemaphore) and s.queue is queue for s, _ in signal.points)
+        queue.submit(job, defer_wake=own, inline=inline)
 
     def _check_live(self) -> None:
         if self._released:

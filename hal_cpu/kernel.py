@@ -80,6 +80,11 @@ class Plan(Protocol):
         """Run parallel points [start, end) (not empty, with a non-empty reduction)."""
         ...
 
+    def min_chunk_points(self, bound: Bound) -> int | None:
+        """The fewest points worth a chunk of their own on the task system (None: the
+        driver's min_chunk_iterations)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Operand:

@@ -30,6 +30,10 @@ from hal_cpu.kernel import Bound, Kernel, LoopBox, Plan
 from irtk.errors import DeviceError
 
 EXECUTORS = ("native", "reference")
+# Body evaluations (points x reduction points x steps) that make a native chunk worth handing
+# to another thread: machine code does one in about a nanosecond, a hand-off costs tens of
+# microseconds of Python.
+CHUNK_WORK = 1 << 22
 _log = logging.getLogger("irtk.hal_cpu")
 
 
@@ -60,6 +64,10 @@ class NativePlan:
 
     def block_points(self, bound: Bound) -> int:
         return self.fallback.block_points(bound)
+
+    def min_chunk_points(self, bound: Bound) -> int | None:
+        per_point = max(1, bound.reduction_total) * max(1, len(self.kernel.steps))
+        return max(1, CHUNK_WORK // per_point)
 
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         self.fallback.run_box(bound, box)

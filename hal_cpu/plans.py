@@ -50,6 +50,9 @@ class _Plan:
     def run_range(self, bound: Bound, start: int, end: int) -> None:
         self.kernel.run_boxes(self, bound, start, end)
 
+    def min_chunk_points(self, bound: Bound) -> int | None:
+        return None
+
 
 class Elementwise(_Plan):
     """No reduction loop: the body runs once over each box."""

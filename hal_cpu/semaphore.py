@@ -8,20 +8,36 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from irtk.errors import Error, RuntimeFailure
 from irtk.hal.semaphore import INFINITE_TIMEOUT, Semaphore
 
+if TYPE_CHECKING:
+    from hal_cpu.submission_queue import SubmissionQueue
+
 
 class CpuSemaphore(Semaphore):
-    def __init__(self, initial_value: int = 0) -> None:
+    """`queue`, where given (local-task), is the device's submission queue: a wait without a
+    time limit runs its ready submissions on the waiting thread before blocking, so the thread
+    that waits does the work instead of waking another to do it; any wait that blocks wakes
+    the queue thread first (its wake may have been deferred for a donor)."""
+
+    def __init__(self, initial_value: int = 0, queue: SubmissionQueue | None = None) -> None:
         if initial_value < 0:
             raise ValueError(f"semaphore initial value must be >= 0, got {initial_value}")
+        self.queue = queue
         self._value = initial_value
         self._failure: BaseException | None = None
         self._cond = threading.Condition()
 
     def query(self) -> int:
+        value = self.peek()
+        if self.queue is not None:
+            self.queue.wake()
+        return value
+
+    def peek(self) -> int:
         with self._cond:
             if self._failure is not None:
                 raise failure_error(self._failure)
@@ -39,6 +55,16 @@ class CpuSemaphore(Semaphore):
                 self._cond.notify_all()
 
     def wait(self, value: int, timeout: float | None = INFINITE_TIMEOUT) -> bool:
+        queue = self.queue
+        if queue is not None:
+            while True:
+                with self._cond:
+                    if self._failure is not None or self._value >= value:
+                        return self._result()
+                # A bounded wait must not start work that may outlast it.
+                if timeout is not None or not queue.donate():
+                    break
+            queue.wake()
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         with self._cond:
             while self._failure is None and self._value < value:
@@ -49,9 +75,16 @@ class CpuSemaphore(Semaphore):
                 if remaining <= 0:
                     return False
                 self._cond.wait(remaining)
-            if self._failure is not None:
-                raise failure_error(self._failure)
-            return True
+            return self._result()
+
+    def _result(self) -> bool:
+        if self._failure is not None:
+            raise failure_error(self._failure)
+        return True
+
+    def flush(self) -> None:
+        if self.queue is not None:
+            self.queue.wake()
 
     def fail(self, error: BaseException) -> None:
         with self._cond:

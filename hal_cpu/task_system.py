@@ -1,4 +1,5 @@
-"""The task system of local-task: a fixed pool of worker threads, and the in-order queue thread.
+"""The task system of local-task: a fixed pool of worker threads (the in-order queue is in
+submission_queue.py).
 
 A batch of independent work items (the chunks of a dispatch, or every command between two
 barriers) is posted to the pool; the posting thread pulls items from the same batch too, so a
@@ -14,7 +15,6 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 
-from irtk.hal.host_queue import HostQueue
 
 WorkItem = Callable[[], None]
 
@@ -30,7 +30,8 @@ class InlineRunner:
 
     worker_count = 1
 
-    def split(self, end: int, granule: int) -> list[tuple[int, int]]:
+    def split(self, end: int, granule: int, min_points: int | None = None
+              ) -> list[tuple[int, int]]:
         return [(0, end)]
 
     def run(self, items: Sequence[WorkItem]) -> None:
@@ -90,9 +91,12 @@ class TaskSystem:
         for t in self._threads:
             t.start()
 
-    def split(self, end: int, granule: int) -> list[tuple[int, int]]:
-        """Whole workgroups per chunk; up to CHUNKS_PER_THREAD chunks per thread."""
-        chunks = min(math.ceil(end / self.min_chunk_iterations),
+    def split(self, end: int, granule: int, min_points: int | None = None
+              ) -> list[tuple[int, int]]:
+        """Whole workgroups per chunk; up to CHUNKS_PER_THREAD chunks per thread, each of at
+        least `min_points` (default: the driver's min_chunk_iterations)."""
+        least = self.min_chunk_iterations if min_points is None else max(1, min_points)
+        chunks = min(math.ceil(end / least),
                      CHUNKS_PER_THREAD * (self.worker_count + 1))
         if chunks <= 1:
             return [(0, end)]
@@ -128,11 +132,3 @@ class TaskSystem:
             if batch is None:
                 return
             batch.work()
-
-
-class SubmissionQueue(HostQueue):
-    """local-task's queue: one thread running submissions in the order they were made (the
-    HAL's host queue; a job must not raise: it reports through its fences)."""
-
-    def __init__(self, name: str = "irtk-cpu-queue") -> None:
-        super().__init__(name)

@@ -14,7 +14,8 @@ class Allocator(ABC, Generic[BufferT]):
 
     @abstractmethod
     def allocate(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT) -> BufferT:
-        """A new buffer of at least `size` bytes (zero-size requests give a valid buffer)."""
+        """A new buffer of at least `size` bytes (zero-size requests give a valid buffer); its
+        contents are undefined until written."""
 
     def import_host(self, data: memoryview,
                     usage: BufferUsage = BufferUsage.DEFAULT) -> BufferT | None:

@@ -12,6 +12,7 @@ import queue
 import threading
 from collections.abc import Callable
 
+from irtk.errors import RuntimeFailure
 from irtk.hal.semaphore import Fence
 
 
@@ -24,6 +25,17 @@ class HostQueueOp:
         self.wait: Fence | None = wait
         self.signal: Fence | None = signal
         self.work: Callable[[], None] | None = work
+
+    def ready(self) -> bool:
+        """Whether running it now would not block on its wait fence (a failed fence counts:
+        the operation then only reports the failure)."""
+        wait = self.wait
+        if wait is None:
+            return True
+        try:
+            return wait.is_reached(flush=False)
+        except Exception:  # noqa: BLE001 - failed: running it forwards the failure
+            return True
 
     def __call__(self) -> None:
         # The work and the wait fence are dropped before signalling, so whoever the signal
@@ -38,6 +50,11 @@ class HostQueueOp:
             work()
         except Exception as e:  # noqa: BLE001 - reported through the fence
             error = e
+        except BaseException as e:
+            # Ctrl-C on a host thread running it (local-sync, or a waiter that donated
+            # itself): the work is cut short, so whoever waits for it must learn that.
+            signal.fail(RuntimeFailure(f"interrupted ({type(e).__name__}) before it finished"))
+            raise
         del wait, work
         if error is None:
             try:

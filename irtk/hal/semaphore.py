@@ -21,7 +21,12 @@ _POLL_MAX_S = 2e-3
 class Semaphore(ABC):
     @abstractmethod
     def query(self) -> int:
-        """The current payload value; raises the failure if the semaphore has failed."""
+        """The current payload value; raises the failure if the semaphore has failed. A poll:
+        work held back for a waiter (see `flush`) is started."""
+
+    def peek(self) -> int:
+        """`query` without `flush`: for a thread that will wait (or flush) next."""
+        return self.query()
 
     @abstractmethod
     def signal(self, value: int) -> None:
@@ -34,6 +39,11 @@ class Semaphore(ABC):
     @abstractmethod
     def fail(self, error: Exception) -> None:
         """Mark the semaphore failed: every waiter, now and later, gets `error`."""
+
+    def flush(self) -> None:
+        """Make sure the work that signals it is under way: a device may hold a submission back
+        for a thread that will wait on it (local-task); whoever polls instead of waiting, or
+        hands a pending wait back to its caller, calls this."""
 
 
 @dataclass
@@ -57,6 +67,10 @@ class Fence:
         for s, _ in self.points:
             s.fail(error)
 
+    def flush(self) -> None:
+        for s, _ in self.points:
+            s.flush()
+
     def wait(self, timeout: float | None = INFINITE_TIMEOUT) -> bool:
         """Wait for all points within `timeout` seconds overall; raises if one has failed."""
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
@@ -66,9 +80,12 @@ class Fence:
                 return False
         return True
 
-    def is_reached(self) -> bool:
-        """Every point reached (raises if one has failed)."""
-        return all(s.query() >= v for s, v in self.points)
+    def is_reached(self, flush: bool = True) -> bool:
+        """Every point reached (raises if one has failed); `flush=False` checks without
+        starting held-back work (the caller waits or flushes next)."""
+        if flush:
+            return all(s.query() >= v for s, v in self.points)
+        return all(s.peek() >= v for s, v in self.points)
 
 
 def wait_all(fences: Sequence[Fence], timeout: float | None = INFINITE_TIMEOUT) -> bool:

@@ -429,11 +429,13 @@ class HalModule(NativeModule):
                 return e
             return RuntimeFailure(f"hal.{fn}: the device failed: {e}")
         try:
-            if all(fence.is_reached() for fence in checked):
+            if all(fence.is_reached(flush=False) for fence in checked):
                 return STATUS_OK
         except Exception as e:
             raise failed(e) from e
         if timeout_ms == 0:
+            for fence in checked:   # a program that polls must see its work progress
+                fence.flush()
             return STATUS_TIMEOUT
         timeout = None if timeout_ms < 0 else timeout_ms / 1000.0
         return FenceWait(checked, timeout,

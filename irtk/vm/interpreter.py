@@ -130,7 +130,11 @@ class Invocation:
         if self._state is None:
             return True
         with self.context._lock:
-            return self._poll()
+            finished = self._poll()
+            state = self._state
+        if not finished and state is not None:   # back to the caller: nothing may wait for it
+            state.pending.wait.flush()
+        return finished
 
     def _poll(self) -> bool:
         while True:
@@ -331,6 +335,9 @@ class Context:
                                               self._budget(fn)))
             except Error as e:
                 invocation._error = e
+            state = invocation._state
+        if state is not None:   # handed back unfinished: what it waits for must not wait for it
+            state.pending.wait.flush()
         return invocation
 
     def _finish(self, fn: "_Function", outcome: "list[Any] | _Suspended") -> list[Any]:

@@ -7,8 +7,8 @@ back to whoever drives it; the invocation resumes when `Wait.ready()` turns true
 had returned them. So one thread can keep several invocations in flight, each parked on its own
 fence, instead of blocking on the first one.
 
-`FenceWait` is the common case: wait for a set of fences (anything with `is_reached()` and
-`wait(timeout)`, such as `irtk.hal.Fence`), with an optional deadline.
+`FenceWait` is the common case: wait for a set of fences (anything with `is_reached(flush)`,
+`wait(timeout)` and `flush()`, such as `irtk.hal.Fence`), with an optional deadline.
 """
 from __future__ import annotations
 
@@ -39,6 +39,10 @@ class Wait:
     def results(self) -> Any:
         return None
 
+    def flush(self) -> None:
+        """Make sure what it waits for is under way: called when the suspended call goes back
+        to its caller instead of blocking here (see `Semaphore.flush`)."""
+
 
 class FenceWait(Wait):
     """Ready when every fence is reached or the deadline (seconds from now) has passed.
@@ -60,7 +64,7 @@ class FenceWait(Wait):
 
     def _reached(self) -> bool:
         try:
-            return all(f.is_reached() for f in self.fences)
+            return all(f.is_reached(flush=False) for f in self.fences)
         except Exception as e:
             if self.on_error is None:
                 raise
@@ -87,6 +91,10 @@ class FenceWait(Wait):
                 raise
             raise self.on_error(e) from e
         return self.ready()
+
+    def flush(self) -> None:
+        for fence in self.fences:
+            fence.flush()
 
     def results(self) -> Any:
         return self.finish(self.reached)

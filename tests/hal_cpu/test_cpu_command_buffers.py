@@ -75,7 +75,7 @@ def test_barrier_orders_dependent_dispatches(device, rng):
 
 @pytest.mark.parametrize("pattern", [b"\xab", b"\x01\x02", b"\x01\x02\x03\x04"])
 def test_fill_repeats_the_pattern(device, pattern):
-    buf = device.allocator.allocate(37)
+    buf = device.allocator.allocate_with_data(bytes(37))
     cb = device.create_command_buffer()
     cb.fill_buffer(BindingRef(buf, 4, 24), pattern)
     cb.finalize()
@@ -86,7 +86,7 @@ def test_fill_repeats_the_pattern(device, pattern):
 def test_copy_and_update(device, rng):
     src = rng.integers(0, 256, 100, dtype=np.uint8).tobytes()
     a = device.allocator.allocate_with_data(src)
-    b = device.allocator.allocate(100)
+    b = device.allocator.allocate_with_data(bytes(100))
     cb = device.create_command_buffer()
     cb.copy_buffer(BindingRef(a, 10, 50), BindingRef(b, 20, 50))
     cb.execution_barrier()

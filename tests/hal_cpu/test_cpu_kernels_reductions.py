@@ -276,6 +276,9 @@ def test_kernels_run_with_the_plan_the_loader_chose(device, rng, monkeypatch):
         def run_range(self, bound, start, end):
             bound.kernel.run_boxes(self, bound, start, end)
 
+        def min_chunk_points(self, bound):
+            return self.plan.min_chunk_points(bound)
+
     monkeypatch.setattr(hal_cpu.executable, "choose_plan",
                         lambda k: Counting(plans.choose_plan(k)))
     monkeypatch.setenv("IRTK_CPU_EXECUTOR", "reference")   # the numpy plans themselves

@@ -60,7 +60,7 @@ def test_released_buffer_fails_the_fence(device):
 
 def test_failed_wait_fence_propagates_to_the_signal_fence(device):
     upstream, downstream = device.create_semaphore(0), device.create_semaphore(0)
-    buf = device.allocator.allocate(4)
+    buf = device.allocator.allocate_with_data(bytes(4))
     cb = device.create_command_buffer()
     cb.fill_buffer(BindingRef(buf, 0, 4), b"\xff")
     cb.finalize()
@@ -86,8 +86,14 @@ def test_local_task_returns_before_its_wait_fence_is_reached(task_device, rng):
     np.testing.assert_array_equal(np.frombuffer(dst.read(), np.float32), -a)
 
 
-def test_local_task_spreads_a_dispatch_over_its_workers(task_device, monkeypatch):
+@pytest.mark.parametrize("executor", ["reference", "native"])
+def test_local_task_spreads_a_dispatch_over_its_workers(task_device, monkeypatch, executor):
+    """The reference's chunks follow the driver's min_chunk_iterations; native chunks follow
+    their estimated work (CHUNK_WORK body evaluations), made small here."""
     import hal_cpu.kernel as kmod
+    import hal_cpu.native_executor as native
+    monkeypatch.setenv("IRTK_CPU_EXECUTOR", executor)
+    monkeypatch.setattr(native, "CHUNK_WORK", 64)
     seen: set[str] = set()
     original = kmod.Kernel.run
 
@@ -102,6 +108,8 @@ def test_local_task_spreads_a_dispatch_over_its_workers(task_device, monkeypatch
     dst = task_device.allocator.allocate(4 * n)
     cb = _dispatch_cb(task_device, n, [BindingRef(src, 0, -1), BindingRef(dst, 0, -1)])
     sem = task_device.create_semaphore(0)
+    plan = cb.commands[0].executable.kernels[0].plan
+    assert isinstance(plan, native.NativePlan) == (executor == "native")
     task_device.queue_execute(Fence(), Fence([(sem, 1)]), [cb])
     assert sem.wait(1, timeout=30)
     assert len(seen) >= 2, seen
