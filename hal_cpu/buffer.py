@@ -20,6 +20,9 @@ class CpuBuffer(Buffer):
                  data: np.ndarray | None = None) -> None:
         super().__init__(size, usage)
         self._data: np.ndarray | None = np.empty(size, dtype=np.uint8) if data is None else data
+        # Where the bytes are: native kernels take addresses (an array never moves).
+        self.address: int = self._data.ctypes.data
+        self.read_only: bool = not self._data.flags.writeable
 
     @property
     def released(self) -> bool:

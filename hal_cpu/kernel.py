@@ -219,6 +219,13 @@ class Kernel:
         self.plan: Plan = choose_plan(self)
         self._static_layouts = [layout(op, self.static_loop_ranges, ()) for op in self.operands] \
             if self.is_static and not self.params else None
+        # A plan's shortcut past `bind` for a dispatch it can take as is (None: bind it).
+        self.direct_bind: Callable[[Sequence[ResolvedBinding]], Bound | None] | None = None
+
+    @property
+    def static_layouts(self) -> list[Layout] | None:
+        """Every operand's layout when nothing about it depends on the dispatch."""
+        return self._static_layouts
 
     def op_fn(self, index: int) -> OpFn:
         """The function of step `index`, an op step (a plan folds or casts with it)."""
@@ -247,6 +254,10 @@ class Kernel:
     def bind(self, bindings: Sequence[ResolvedBinding],
              constants: bytes | Sequence[int] = b"") -> Bound:
         """Resolve extents and views for one dispatch; raises RuntimeFailure."""
+        if self.direct_bind is not None:
+            direct = self.direct_bind(bindings)
+            if direct is not None:
+                return direct
         params = self.decode_params(constants) if self.params else ()
         ints = [int(v) for v in params]
         loop_ranges = tuple(ints[p] if p >= 0 else r

@@ -17,6 +17,7 @@ the executor every native result is checked against).
 from __future__ import annotations
 
 import ctypes
+import math
 import logging
 import os
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from llvmlite import ir
 from hal_cpu import llvm_jit, native_codegen
 from hal_cpu.kernel import Bound, Kernel, LoopBox, Plan
 from irtk.errors import DeviceError
+from irtk.types import SCALAR_TYPES
 
 EXECUTORS = ("native", "reference")
 # Body evaluations (points x reduction points x steps) that make a native chunk worth handing
@@ -61,6 +63,40 @@ class NativePlan:
         self.order = order               # "points innermost" or "reduction innermost"
         self.uses_args = native_codegen.uses_args(kernel)
         self.arg_layout = native_codegen.arg_layout(kernel)
+
+        self._direct = _direct_operands(kernel) if not self.uses_args else None
+        if self._direct is not None:
+            kernel.direct_bind = self.bind_direct
+
+    def bind_direct(self, bindings: Sequence[Any]) -> Bound | None:
+        """A static kernel's dispatch straight from its bindings' addresses, without the numpy
+        views `Kernel.bind` makes (a small program's dispatches are mostly that cost). None
+        when anything is unusual — a binding missing, short, read-only where written, or one
+        an output shares with another operand — so `bind` reports or handles it."""
+        direct = self._direct
+        assert direct is not None
+        addresses = []
+        keep: list = []
+        spans = []
+        for binding, need, written in direct:
+            if binding >= len(bindings):
+                return None
+            buffer, offset, length = bindings[binding]
+            base = getattr(buffer, "address", None)
+            if base is None or need > length or (written and buffer.read_only):
+                return None
+            memory = buffer.host_memory       # raises for a released buffer, as bind does
+            keep.append(memory)                # the bytes outlive a release meanwhile
+            addresses.append(base + offset)
+            spans.append((buffer, offset, offset + need, written))
+        if len({id(s[0]) for s in spans}) < len(spans):   # a buffer bound twice: overlaps?
+            for i, (buf, lo, hi, written) in enumerate(spans):
+                if written and any(b is buf and lo < h and l < hi
+                                   for j, (b, l, h, _) in enumerate(spans) if j != i):
+                    return None
+        pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
+        keep.append(pointers)
+        return DirectBound(self.kernel, (pointers, _NO_ARGS, keep))
 
     def block_points(self, bound: Bound) -> int:
         return self.fallback.block_points(bound)
@@ -119,6 +155,46 @@ class NativePlan:
         else:
             arg_address = 0
         return pointers, ctypes.c_void_p(arg_address), keep
+
+
+_NO_ARGS = ctypes.c_void_p(0)
+
+
+class DirectBound(Bound):
+    """A static kernel bound by addresses only: what `Kernel.run` and the task system read,
+    and the native plan's prepared call; no numpy views (only the native plan runs it)."""
+
+    def __init__(self, kernel: Kernel, native: tuple[Any, Any, list]) -> None:
+        layouts = kernel.static_layouts
+        assert layouts is not None
+        self.kernel = kernel
+        self.loop_ranges = kernel.static_loop_ranges
+        self.params = ()
+        self.layouts = layouts
+        self.memories = []
+        self.parallel_extents = tuple(self.loop_ranges[j] for j in kernel.parallel_dims)
+        self.reduction_extents = tuple(self.loop_ranges[j] for j in kernel.reduction_dims)
+        self.total = math.prod(self.parallel_extents)
+        self.reduction_total = math.prod(self.reduction_extents)
+        self.copied_inputs = frozenset()
+        self.packed_targets = {}
+        self.native = native
+
+
+def _direct_operands(kernel: Kernel) -> list[tuple[int, int, bool]] | None:
+    """(binding, bytes it must hold, written) per operand of a kernel whose dispatches need
+    nothing but addresses: static extents, no params, plain (unpacked) element types."""
+    layouts = kernel.static_layouts
+    if layouts is None:
+        return None
+    n_in = len(kernel.inputs)
+    out = []
+    for i, (op, lay) in enumerate(zip(kernel.operands, layouts)):
+        t = SCALAR_TYPES[op.element_type]
+        if t.storage_dtype is None:
+            return None
+        out.append((op.binding, t.storage_bytes(lay.count), i >= n_in))
+    return out
 
 
 def _param_bits(value: Any) -> int:

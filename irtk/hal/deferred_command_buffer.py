@@ -246,16 +246,35 @@ class DeferredCommandBuffer(CommandBuffer):
         if not self.finalized:
             raise RuntimeFailure("queue_execute: the command buffer was not finalized")
 
+    def _dispatch_binding(self, index: int, cmd: Dispatch, i: int, ref: BindingRef,
+                          table: BindingTable | None,
+                          whole_slots: dict[int, ResolvedBinding]) -> ResolvedBinding:
+        """Binding `i` of dispatch command `index`. A whole-slot reference (what the VM
+        records) resolves once per slot and submit; the message naming the command is only
+        formatted when something is wrong (checks run again with it, and fail the same way)."""
+        whole = ref.is_slot and ref.offset == 0 and ref.length < 0
+        if whole and ref.slot in whole_slots:
+            return whole_slots[ref.slot]
+        try:
+            resolved = resolve_binding(ref, table, "", self.buffer_type)
+        except RuntimeFailure:
+            resolve_binding(ref, table, f"command {index} (dispatch of '{cmd.name}'): "
+                            f"binding {i}", self.buffer_type)
+            raise
+        if whole:
+            whole_slots[ref.slot] = resolved
+        return resolved
+
     def resolve(self, table: BindingTable | None) -> list[ResolvedCommand]:
         """Every command with the binding table applied and checked; errors name the command."""
         self.check_executable()
         out: list[ResolvedCommand] = []
         bt = self.buffer_type
+        whole_slots: dict[int, ResolvedBinding] = {}   # slot -> its resolution, reused
         for index, cmd in enumerate(self.commands):
             if isinstance(cmd, Dispatch):
-                what = f"command {index} (dispatch of '{cmd.name}')"
                 out.append(ResolvedDispatch(cmd, tuple(
-                    resolve_binding(ref, table, f"{what}: binding {i}", bt)
+                    self._dispatch_binding(index, cmd, i, ref, table, whole_slots)
                     for i, ref in enumerate(cmd.bindings))))
             elif isinstance(cmd, Barrier):
                 out.append(cmd)
