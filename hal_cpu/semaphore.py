@@ -86,6 +86,17 @@ class CpuSemaphore(Semaphore):
         if self.queue is not None:
             self.queue.wake()
 
+    def donate(self, value: int) -> bool:
+        queue = self.queue
+        while True:
+            with self._cond:
+                if self._failure is not None:
+                    return True          # over: waiting on it raises the failure
+                if self._value >= value:
+                    return True
+            if queue is None or not queue.donate():
+                return False
+
     def fail(self, error: BaseException) -> None:
         with self._cond:
             if self._failure is None:  # the first failure is the cause; later ones are echoes

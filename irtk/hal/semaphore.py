@@ -40,6 +40,12 @@ class Semaphore(ABC):
     def fail(self, error: Exception) -> None:
         """Mark the semaphore failed: every waiter, now and later, gets `error`."""
 
+    def donate(self, value: int) -> bool:
+        """Run work that signals it on the calling thread where the device allows that
+        (local-task), until `value` is reached or nothing more may run here; True when
+        reached. A plain semaphore runs nothing: False unless reached."""
+        return self.peek() >= value
+
     def flush(self) -> None:
         """Make sure the work that signals it is under way: a device may hold a submission back
         for a thread that will wait on it (local-task); whoever polls instead of waiting, or
@@ -70,6 +76,10 @@ class Fence:
     def flush(self) -> None:
         for s, _ in self.points:
             s.flush()
+
+    def donate(self) -> bool:
+        """`Semaphore.donate` for every point; True when all are reached."""
+        return all(s.donate(v) for s, v in self.points)
 
     def wait(self, timeout: float | None = INFINITE_TIMEOUT) -> bool:
         """Wait for all points within `timeout` seconds overall; raises if one has failed."""

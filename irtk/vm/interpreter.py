@@ -319,8 +319,22 @@ class Context:
         regs = self._frame(fn, args)
         with self._lock:
             outcome = self._loop(fn, fn.code, regs, 0, [], self._budget(fn))
-            if not isinstance(outcome, _Suspended):
-                return outcome
+        # A wait the device lets this thread finish itself (local-task runs the work here)
+        # needs no Invocation: settle it outside the lock, as a blocking wait would, then go
+        # on. A call with a time limit must not start work that may outlast it.
+        while isinstance(outcome, _Suspended) and outcome.budget.seconds is None:
+            try:
+                settled = outcome.pending.wait.settle_here()
+            except Error as e:
+                outcome.stack.clear()
+                raise self._wrap_wait_error(outcome.pending, e) from None
+            if not settled:
+                break
+            with self._lock:
+                outcome = self._resume(outcome)
+        if not isinstance(outcome, _Suspended):
+            return outcome
+        with self._lock:
             invocation = Invocation(self, fn.name)
             invocation._settle(outcome)
         return invocation.result()

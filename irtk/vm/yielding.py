@@ -43,6 +43,11 @@ class Wait:
         """Make sure what it waits for is under way: called when the suspended call goes back
         to its caller instead of blocking here (see `Semaphore.flush`)."""
 
+    def settle_here(self) -> bool:
+        """Try to finish the wait on the calling thread before the call is suspended, where
+        that is quick to find out; True when it is over (the call then goes on at once)."""
+        return False
+
 
 class FenceWait(Wait):
     """Ready when every fence is reached or the deadline (seconds from now) has passed.
@@ -95,6 +100,16 @@ class FenceWait(Wait):
     def flush(self) -> None:
         for fence in self.fences:
             fence.flush()
+
+    def settle_here(self) -> bool:
+        """Without a deadline, a device whose queue lets a waiter run its work (local-task)
+        runs it here (`Fence.donate`), saving the suspension and the resumption."""
+        if self.deadline is not None:
+            return False
+        for fence in self.fences:
+            if not fence.donate():
+                return False
+        return self.ready()
 
     def results(self) -> Any:
         return self.finish(self.reached)

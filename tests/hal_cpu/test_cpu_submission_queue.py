@@ -136,3 +136,42 @@ def test_submissions_from_many_threads_run_once_each_in_order(task_device):
     for t in threads:
         t.join(60)
     assert log == list(range(1, count + 1))
+
+
+RELU = """
+func.func @main(%a: tensor<1000xf32>) -> tensor<1000xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1000xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+       iterator_types = ["parallel"]} ins(%a : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<1000xf32>
+  return %r : tensor<1000xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_a_vm_call_runs_its_dispatch_itself_unless_it_has_a_time_limit(
+        rng, monkeypatch, limited):
+    """A call without a time limit settles its fence wait in place (no suspension, no thread
+    change); one with `Limits(seconds=...)` must not start work that may outlast its limit,
+    so the queue thread runs it."""
+    import hal_cpu.kernel as kmod
+    import irtk
+    threads: list[str] = []
+    original = kmod.Kernel.run
+
+    def spy(self, views, start, end):
+        threads.append(threading.current_thread().name)
+        original(self, views, start, end)
+    monkeypatch.setattr(kmod.Kernel, "run", spy)
+    module = irtk.load(irtk.compile_str(RELU, target="cpu"), device="local-task",
+                       limits=irtk.Limits(seconds=60) if limited else None)
+    a = rng.standard_normal(1000).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(module.main(a), np.maximum(a, 0))
+    here = threading.current_thread().name
+    assert threads and all((t != here) == limited for t in threads), threads
