@@ -17,6 +17,7 @@ rename, so concurrent processes never read half a file.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import hashlib
 import os
 import struct
@@ -163,6 +164,66 @@ def object_for(ir_text: str) -> bytes:
     return obj
 
 
+class UnresolvedSymbol(RuntimeError):
+    """The object file calls a function this process does not have (LLVM lowered an operation
+    to a runtime-library call): loading it would leave a call to address 0."""
+
+
+_ELF64 = struct.Struct("<16sHHIQQQIHHHHHH")       # the ELF header
+_SHDR = struct.Struct("<IIQQQQIIQQ")              # a section header
+_SYM = struct.Struct("<IBBHQQ")                   # a symbol
+_SHT_SYMTAB = 2
+
+
+def undefined_symbols(obj: bytes) -> list[str]:
+    """The names an ELF64 (little-endian) relocatable object needs from outside itself; empty
+    for any other object format, whose loader then resolves as it does."""
+    if obj[:6] != b"\x7fELF\x02\x01" or len(obj) < _ELF64.size:
+        return []
+    hdr = _ELF64.unpack_from(obj, 0)
+    shoff, shentsize, shnum = hdr[6], hdr[11], hdr[12]
+    sections = [_SHDR.unpack_from(obj, shoff + i * shentsize) for i in range(shnum)]
+    names: list[str] = []
+    for sh in sections:
+        if sh[1] != _SHT_SYMTAB:
+            continue
+        strtab = sections[sh[6]]
+        strings = obj[strtab[4]:strtab[4] + strtab[5]]
+        for off in range(sh[4] + _SYM.size, sh[4] + sh[5], _SYM.size):  # entry 0 is null
+            name_at, info, _other, shndx, _value, _size = _SYM.unpack_from(obj, off)
+            if shndx == 0 and name_at and (info >> 4) in (1, 2):       # UNDEF, GLOBAL/WEAK
+                names.append(strings[name_at:strings.index(b"\0", name_at)].decode())
+    return names
+
+
+_libraries: list[ctypes.CDLL] = []
+
+
+def _bind_symbols(names: list[str]) -> None:
+    """Give LLVM the address of every external function the code calls, looked up in this
+    process and the C math library; any that is missing is an error before the code loads."""
+    if not _libraries:
+        _libraries.append(ctypes.CDLL(None))
+        libm = ctypes.util.find_library("m")
+        if libm:
+            _libraries.append(ctypes.CDLL(libm))
+    missing = []
+    for name in names:
+        for lib in _libraries:
+            try:
+                address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+            except AttributeError:
+                continue
+            if address:
+                llvm.add_symbol(name, address)
+                break
+        else:
+            missing.append(name)
+    if missing:
+        raise UnresolvedSymbol(f"native code calls {', '.join(missing)}, which this process "
+                               "does not have")
+
+
 class LoadedCode:
     """Machine code loaded into its own MCJIT engine; entry points by name. The engine (and so
     the code) lives as long as this object."""
@@ -170,6 +231,7 @@ class LoadedCode:
     def __init__(self, obj: bytes) -> None:
         t = target()
         with _lock:
+            _bind_symbols(undefined_symbols(obj))
             # The engine takes ownership of its target machine: each gets its own.
             machine = _machine(t.triple, t.cpu, t.features)
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
@@ -188,6 +250,8 @@ def load(ir_text: str) -> LoadedCode:
     obj = object_for(ir_text)
     try:
         return LoadedCode(obj)
+    except UnresolvedSymbol:
+        raise                             # a rebuilt object would call the same function
     except Exception:
         path = cache_dir() / f"{cache_key(ir_text)}.o"
         path.unlink(missing_ok=True)

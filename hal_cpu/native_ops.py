@@ -272,7 +272,7 @@ def _erf(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: 
     b = e.builder
     x = args[0] if t == "f64" else b.fpext(args[0], F64)
     r = e.libcall("erf", F64, [x])
-    return r if t == "f64" else b.fptrunc(r, register_type(t))
+    return r if t == "f64" else narrow(e, r, register_type(t))
 
 
 @NATIVE.implements("math.fma", claim=_claims(("f16", "f32", "f64")))
@@ -283,7 +283,7 @@ def _fma(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: 
         return e.call_intrinsic("llvm.fma", F64, args)
     # The reference: the product is exact in f64, the sum rounds there, then to the type.
     a, m, c = (b.fpext(x, F64) for x in args)
-    return b.fptrunc(b.fadd(b.fmul(a, m), c), register_type(t))
+    return narrow(e, b.fadd(b.fmul(a, m), c), register_type(t))
 
 
 @NATIVE.implements("math.fpowi", claim=lambda ops, r: ops[0] in ("f16", "f32", "f64")
@@ -296,7 +296,7 @@ def _fpowi(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t
     # The reference converts the exponent as numpy does: an i1 `true` is 1.
     exponent = b.uitofp(n, F64) if n.type == I1 else b.sitofp(n, F64)
     r = e.call_intrinsic("llvm.pow", F64, [x, exponent])
-    return r if t == "f64" else b.fptrunc(r, register_type(t))
+    return r if t == "f64" else narrow(e, r, register_type(t))
 
 
 _CMPF = {"oeq": ("ord", "=="), "ogt": ("ord", ">"), "oge": ("ord", ">="), "olt": ("ord", "<"),
@@ -515,7 +515,7 @@ def _cast(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], ds
             return _bf16_from_f64(e, b.fpext(a, F64) if a.type != F64 else a)
         if src == "bf16":
             return b.fpext(a, rt) if rt == F64 else (b.fptrunc(a, rt) if rt == F16 else a)
-        return b.fpext(a, rt) if WIDTH[dst] > WIDTH[src] else b.fptrunc(a, rt)
+        return b.fpext(a, rt) if WIDTH[dst] > WIDTH[src] else narrow(e, a, rt)
     # bitcast
     if src == dst:
         return a
@@ -528,19 +528,33 @@ def _cast(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], ds
     return b.bitcast(a, rt)
 
 
-def _bf16_from_f64(e: Emitter, x: ir.Value) -> ir.Value:
-    """An f64 rounded once to bf16 (held as f32): rounded to odd at f32's precision first
-    (truncate towards zero, then set the last bit when inexact), which keeps the final
-    rounding to bf16's 8 bits exact (24 >= 2 * 8 + 2)."""
+def _odd_f32(e: Emitter, x: ir.Value) -> ir.Value:
+    """An f64 rounded to odd at f32's precision (truncated towards zero, the last bit set when
+    inexact): a second rounding from there to a type of p <= 11 bits is then the single
+    correct rounding of `x` (24 >= 2 * p + 2)."""
     b = e.builder
-    narrow = b.fptrunc(x, F32)
-    bits = b.bitcast(narrow, I32)
+    t32 = b.fptrunc(x, F32)
+    bits = b.bitcast(t32, I32)
     absx = e.call_intrinsic("llvm.fabs", F64, [x])
-    over = b.fcmp_ordered(">", e.call_intrinsic("llvm.fabs", F64, [b.fpext(narrow, F64)]), absx)
+    over = b.fcmp_ordered(">", e.call_intrinsic("llvm.fabs", F64, [b.fpext(t32, F64)]), absx)
     bits = b.select(over, b.sub(bits, ir.Constant(I32, 1)), bits)
     inexact = b.fcmp_ordered("!=", b.fpext(b.bitcast(bits, F32), F64), x)
     bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
-    return round_bf16(e, b.bitcast(bits, F32))
+    return b.bitcast(bits, F32)
+
+
+def _bf16_from_f64(e: Emitter, x: ir.Value) -> ir.Value:
+    """An f64 rounded once to bf16 (held as f32), through f32 rounded to odd."""
+    return round_bf16(e, _odd_f32(e, x))
+
+
+def narrow(e: Emitter, x: ir.Value, rt: ir.Type) -> ir.Value:
+    """`fptrunc`, except that f64 -> f16 goes through f32 rounded to odd: LLVM lowers that
+    conversion to a runtime-library call (`__truncdfhf2`, GCC 12's libgcc) on CPUs without
+    AVX512-FP16, and machine code must not depend on what a process happens to have loaded."""
+    if x.type == F64 and rt == F16:
+        return e.builder.fptrunc(_odd_f32(e, x), F16)
+    return e.builder.fptrunc(x, rt)
 
 
 __all__ = ["Emitter", "NATIVE", "NATIVE_TYPES", "NativeOp", "register_type", "round_bf16"]

@@ -188,10 +188,17 @@ def test_fptosi_and_fptoui_truncate_and_saturate(device, rng, src, dst):
 
 
 @pytest.mark.parametrize("src, dst", [("f32", "bf16"), ("f32", "f16"), ("f64", "f32"),
+                                      ("f64", "f16"), ("f64", "bf16"),
                                       ("f32", "f8E4M3FN"), ("f16", "f8E5M2"),
                                       ("f32", "f4E2M1FN"), ("bf16", "f8E8M0FNU")])
 def test_truncf_and_extf(device, rng, src, dst):
     a = _float_values(src, rng, 100)
+    if src == "f64":
+        # Just past a midpoint of the narrow type, where rounding through f32 first would land
+        # on the midpoint and round to even: the conversion must round once.
+        ulp = 2.0 ** -types.FLOAT_FORMATS[dst].mantissa_bits      # of 1.0
+        a = np.concatenate([a, [1 + ulp / 2 + 2.0 ** -40, -(3 + ulp + 2.0 ** -38),
+                                2.5 * 2.0 ** -24 + 2.0 ** -60]])   # the last: an f16 subnormal
     got = _run(device, "arith.truncf", [src], dst, [a])
     _same(got, numerics.round_to(dst, a))
     back = _run(device, "arith.extf", [dst], src, [got.astype(np.float64)])
