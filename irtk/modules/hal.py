@@ -293,15 +293,19 @@ class HalModule(NativeModule):
 
     def buffer_view_assert(self, view: Any, message: Any, element_type: int, encoding: int,
                            dims: list[int]) -> None:
-        """InputError "<message>: expected 4x2xf32, got 3x2xf32" unless the view matches."""
+        """InputError "<message>: expected 4x2xf32, got 3x2xf32" unless the view matches.
+        Every call of a function checks each argument: the texts are made only on a mismatch."""
+        if (isinstance(view, hal.BufferView) and isinstance(message, VMBuffer)
+                and int(view.element_type) == element_type & 0xFFFFFFFF
+                and list(view.shape) == list(dims)
+                and (not encoding or view.encoding == encoding)):
+            return
         text = _text(message, "buffer_view.assert", "message")
         expected = format_tensor_type(dims, element_type)
         if not isinstance(view, hal.BufferView):
             raise InputError(f"{text}: expected {expected}, got {ref_type_name(view)}")
         got = format_tensor_type(view.shape, int(view.element_type))
-        if (list(view.shape) != list(dims) or int(view.element_type) != element_type & 0xFFFFFFFF
-                or (encoding and view.encoding != encoding)):
-            raise InputError(f"{text}: expected {expected}, got {got}")
+        raise InputError(f"{text}: expected {expected}, got {got}")
 
     def buffer_view_buffer(self, view: Any) -> hal.Buffer:
         return _check(view, hal_types.BUFFER_VIEW, "buffer_view.buffer", "buffer view").buffer
