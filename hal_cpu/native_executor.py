@@ -66,6 +66,7 @@ class NativePlan:
 
         self._direct = _direct_operands(kernel) if not self.uses_args else None
         if self._direct is not None:
+            self._shape = _StaticShape(kernel)
             kernel.direct_bind = self.bind_direct
 
     def bind_direct(self, bindings: Sequence[Any]) -> Bound | None:
@@ -96,7 +97,7 @@ class NativePlan:
                     return None
         pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         keep.append(pointers)
-        return DirectBound(self.kernel, (pointers, _NO_ARGS, keep))
+        return DirectBound(self.kernel, (pointers, _NO_ARGS, keep), self._shape)
 
     def block_points(self, bound: Bound) -> int:
         return self.fallback.block_points(bound)
@@ -164,21 +165,34 @@ class DirectBound(Bound):
     """A static kernel bound by addresses only: what `Kernel.run` and the task system read,
     and the native plan's prepared call; no numpy views (only the native plan runs it)."""
 
-    def __init__(self, kernel: Kernel, native: tuple[Any, Any, list]) -> None:
-        layouts = kernel.static_layouts
-        assert layouts is not None
+    def __init__(self, kernel: Kernel, native: tuple[Any, Any, list],
+                 shape: "_StaticShape") -> None:
         self.kernel = kernel
         self.loop_ranges = kernel.static_loop_ranges
         self.params = ()
-        self.layouts = layouts
+        self.layouts = shape.layouts
         self.memories = []
-        self.parallel_extents = tuple(self.loop_ranges[j] for j in kernel.parallel_dims)
-        self.reduction_extents = tuple(self.loop_ranges[j] for j in kernel.reduction_dims)
-        self.total = math.prod(self.parallel_extents)
-        self.reduction_total = math.prod(self.reduction_extents)
+        self.parallel_extents = shape.parallel_extents
+        self.reduction_extents = shape.reduction_extents
+        self.total = shape.total
+        self.reduction_total = shape.reduction_total
         self.copied_inputs = frozenset()
         self.packed_targets = {}
         self.native = native
+
+
+class _StaticShape:
+    """What every dispatch of a static kernel shares, worked out once per plan."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        layouts = kernel.static_layouts
+        assert layouts is not None
+        ranges = kernel.static_loop_ranges
+        self.layouts = layouts
+        self.parallel_extents = tuple(ranges[j] for j in kernel.parallel_dims)
+        self.reduction_extents = tuple(ranges[j] for j in kernel.reduction_dims)
+        self.total = math.prod(self.parallel_extents)
+        self.reduction_total = math.prod(self.reduction_extents)
 
 
 def _direct_operands(kernel: Kernel) -> list[tuple[int, int, bool]] | None:

@@ -101,6 +101,26 @@ def command_refs(cmd: Command) -> tuple[BindingRef, ...]:
     return ()
 
 
+def _whole_allocation(table: BindingTable | None, slot: int,
+                      buffer_type: type) -> ResolvedBinding | None:
+    """Slot `slot` when it holds the whole of a live allocated buffer of `buffer_type` (what
+    the VM passes for every tensor): its resolution without the general checks, which give
+    the same answer. None for anything else (the caller then runs them)."""
+    if table is None or not 0 <= slot < len(table):
+        return None
+    entry = table[slot]
+    if entry.__class__ is not tuple or len(entry) != 3:
+        return None
+    buffer, offset, length = entry
+    if (offset != 0 or not isinstance(buffer, buffer_type) or buffer.allocated_buffer
+            is not buffer or getattr(buffer, "released", False)):
+        return None
+    size = buffer.size
+    if length.__class__ is not int or (length >= 0 and length != size):
+        return None
+    return ResolvedBinding(buffer, 0, size)
+
+
 class DeferredCommandBuffer(CommandBuffer):
     """A checked command list; drivers subclass it and supply the hooks below."""
 
@@ -255,6 +275,15 @@ class DeferredCommandBuffer(CommandBuffer):
         whole = ref.is_slot and ref.offset == 0 and ref.length < 0
         if whole and ref.slot in whole_slots:
             return whole_slots[ref.slot]
+        if ref.is_slot and ref.offset >= 0:
+            entry = _whole_allocation(table, ref.slot, self.buffer_type)
+            if entry is not None:
+                length = entry.length - ref.offset if ref.length < 0 else ref.length
+                if ref.offset + length <= entry.length and length >= 0:
+                    found = ResolvedBinding(entry.buffer, ref.offset, length)
+                    if whole:
+                        whole_slots[ref.slot] = found
+                    return found
         try:
             resolved = resolve_binding(ref, table, "", self.buffer_type)
         except RuntimeFailure:

@@ -38,6 +38,20 @@ def format_tensor_type(shape: list[int] | tuple[int, ...], element_type: int) ->
     return "x".join([str(d) for d in shape] + [element_type_name(element_type)])
 
 
+_USAGES: dict[int, hal.BufferUsage] = {}
+
+
+def _usage(bits: int) -> hal.BufferUsage:
+    """The usage flags a buffer import asks for (DEFAULT when none of its bits are known);
+    remembered per value, as every call of a program allocates with the same few."""
+    flags = _USAGES.get(bits)
+    if flags is None:
+        flags = hal.BufferUsage(bits & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        if len(_USAGES) < 256:
+            _USAGES[bits] = flags
+    return flags
+
+
 def _check(value: Any, ref_type: RefType, function: str, what: str, noun: str = "") -> Any:
     """`value` if it carries `ref_type`, else a RuntimeFailure naming the import, the argument,
     the type expected (`noun` after it, e.g. "string") and the one it got."""
@@ -208,7 +222,7 @@ class HalModule(NativeModule):
         alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
         if size < 0:
             raise RuntimeFailure(f"hal.{fn}: negative size {size}")
-        flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        flags = _usage(usage)
         return limits.device_allocation(size, f"hal.{fn} of {size} bytes",
                                         lambda: alloc.allocate(size, flags))
 
@@ -220,7 +234,7 @@ class HalModule(NativeModule):
         alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
         src = _check(source, VM_BUFFER, fn, "source")
         _range(fn, "source", source_offset, length, len(src))
-        flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        flags = _usage(usage)
         data = src.data[source_offset:source_offset + length]
         return limits.device_allocation(length, f"hal.{fn} of {length} bytes",
                                         lambda: alloc.allocate_with_data(data, flags))
@@ -235,7 +249,7 @@ class HalModule(NativeModule):
         alloc = _check(allocator, hal_types.ALLOCATOR, fn, "allocator")
         src = _check(source, VM_BUFFER, fn, "source")
         _range(fn, "source", source_offset, length, len(src))
-        flags = hal.BufferUsage(usage & int(hal.BufferUsage.DEFAULT)) or hal.BufferUsage.DEFAULT
+        flags = _usage(usage)
         imported = None
         if src.readonly:
             imported = alloc.import_host(src.data[source_offset:source_offset + length], flags)

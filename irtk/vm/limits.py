@@ -171,8 +171,21 @@ def _charged(meters: tuple[Meter, ...], count: int, what: str, resource_name: st
     except BaseException:
         _give_back(meters, count)
         raise
-    weakref.finalize(owner, _give_back, meters, count)
+    _watch(owner, meters, count)
     return owner
+
+
+# Weak references whose callbacks give charged bytes back; kept here so they outlive the
+# call that made them. (A bare weakref with a callback costs a fifth of `weakref.finalize`,
+# which every allocation of every call would pay.)
+_watched: set[weakref.ref] = set()
+
+
+def _watch(owner: object, meters: tuple[Meter, ...], count: int) -> None:
+    def freed(ref: weakref.ref) -> None:
+        _watched.discard(ref)
+        _give_back(meters, count)
+    _watched.add(weakref.ref(owner, freed))
 
 
 _current = threading.local()
