@@ -19,9 +19,13 @@ class CpuBuffer(Buffer):
     def __init__(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT,
                  data: np.ndarray | None = None) -> None:
         super().__init__(size, usage)
-        self._data: np.ndarray | None = _aligned(size) if data is None else data
+        if data is None:
+            data, address = _aligned(size)
+        else:
+            address = data.ctypes.data
+        self._data: np.ndarray | None = data
         # Where the bytes are: native kernels take addresses (an array never moves).
-        self.address: int = self._data.ctypes.data
+        self.address: int = address
         self.read_only: bool = not self._data.flags.writeable
 
     @property
@@ -94,7 +98,7 @@ class CpuAllocator(Allocator[CpuBuffer]):
     def allocate_with_data(self, data: bytes | memoryview,
                            usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
         src = _as_bytes(data)
-        copy = _aligned(src.size)
+        copy, _ = _aligned(src.size)
         copy[:] = src
         return CpuBuffer(src.size, usage, copy)
 
@@ -102,12 +106,14 @@ class CpuAllocator(Allocator[CpuBuffer]):
 ALIGNMENT = 64
 
 
-def _aligned(size: int) -> np.ndarray:
+def _aligned(size: int) -> tuple[np.ndarray, int]:
     """`size` uninitialised bytes starting on a 64-byte boundary, as IREE's heap buffers: a
-    native kernel's 64-byte vector loads then each read one cache line, not two."""
+    native kernel's 64-byte vector loads then each read one cache line, not two. With the
+    address of the first byte."""
     raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGNMENT
-    return raw[start:start + size]
+    address = raw.ctypes.data
+    start = -address % ALIGNMENT
+    return raw[start:start + size], address + start
 
 
 def _as_bytes(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:

@@ -67,6 +67,7 @@ class NativePlan:
         self._direct = _direct_operands(kernel) if not self.uses_args else None
         if self._direct is not None:
             self._shape = _StaticShape(kernel)
+            self._pointer_array = ctypes.c_void_p * max(1, len(self._direct))
             kernel.direct_bind = self.bind_direct
 
     def bind_direct(self, bindings: Sequence[Any]) -> Bound | None:
@@ -78,7 +79,8 @@ class NativePlan:
         assert direct is not None
         addresses = []
         keep: list = []
-        spans = []
+        seen: set[int] = set()
+        shared = False
         for binding, need, written in direct:
             if binding >= len(bindings):
                 return None
@@ -86,18 +88,29 @@ class NativePlan:
             base = getattr(buffer, "address", None)
             if base is None or need > length or (written and buffer.read_only):
                 return None
-            memory = buffer.host_memory       # raises for a released buffer, as bind does
-            keep.append(memory)                # the bytes outlive a release meanwhile
-            addresses.append(base + offset)
-            spans.append((buffer, offset, offset + need, written))
-        if len({id(s[0]) for s in spans}) < len(spans):   # a buffer bound twice: overlaps?
-            for i, (buf, lo, hi, written) in enumerate(spans):
-                if written and any(b is buf and lo < h and l < hi
-                                   for j, (b, l, h, _) in enumerate(spans) if j != i):
-                    return None
-        pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
+            keep.append(buffer.host_memory)   # raises for a released buffer, as bind does;
+            addresses.append(base + offset)   # the bytes outlive a release meanwhile
+            key = id(buffer)
+            shared = shared or key in seen
+            seen.add(key)
+        if shared and self._overlapping(bindings):
+            return None
+        pointers = self._pointer_array(*addresses)
         keep.append(pointers)
         return DirectBound(self.kernel, (pointers, _NO_ARGS, keep), self._shape)
+
+    def _overlapping(self, bindings: Sequence[Any]) -> bool:
+        """Whether a written operand's bytes overlap another operand's (a buffer bound twice)."""
+        assert self._direct is not None
+        spans = []
+        for binding, need, written in self._direct:
+            buffer, offset, _length = bindings[binding]
+            spans.append((buffer, offset, offset + need, written))
+        for i, (buf, lo, hi, written) in enumerate(spans):
+            if written and any(b is buf and lo < h and l < hi
+                               for j, (b, l, h, _) in enumerate(spans) if j != i):
+                return True
+        return False
 
     def block_points(self, bound: Bound) -> int:
         return self.fallback.block_points(bound)

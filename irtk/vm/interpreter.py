@@ -25,6 +25,7 @@ another call's progress.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import threading
 import time
 import weakref
@@ -634,7 +635,7 @@ class Context:
 
     def _op_call_import(self, fn: _Function, instr: Instr, ordinal: int,
                         args: tuple[int, ...], results: tuple[int, ...]) -> Callable:
-        return _native_call(self.imports[ordinal], lambda r: [r[a] for a in args], results,
+        return _native_call(self.imports[ordinal], _getter(args), results,
                             self._where(fn, instr.offset))
 
 
@@ -673,6 +674,17 @@ class Context:
         return _native_call(linked, gather, results, self._where(fn, instr.offset))
 
 
+def _getter(slots: tuple[int, ...]) -> Callable[[list], Sequence[Any]]:
+    """The values of `slots` from the registers, as a sequence (`operator.itemgetter` for
+    two or more: it runs in C, and an import is called on every step of a program)."""
+    if len(slots) >= 2:
+        return operator.itemgetter(*slots)
+    if slots:
+        slot = slots[0]
+        return lambda r: (r[slot],)
+    return lambda r: ()
+
+
 def _reason(error: Exception) -> str:
     """An op's exception as a message; MemoryError says nothing by itself."""
     if isinstance(error, MemoryError):
@@ -692,7 +704,7 @@ def _store(r: list, results: tuple[int, ...], value: Any) -> None:
             r[dst] = v
 
 
-def _native_call(linked: LinkedImport, gather: Callable[[list], list[Any]],
+def _native_call(linked: LinkedImport, gather: Callable[[list], Sequence[Any]],
                  results: tuple[int, ...], where: str) -> Callable:
     """Call a native function; its RuntimeFailures and Python errors get the call site added
     (other irtk errors, such as InputError from `hal.buffer_view.assert`, pass unchanged).
