@@ -112,8 +112,9 @@ def _whole_allocation(table: BindingTable | None, slot: int,
     if entry.__class__ is not tuple or len(entry) != 3:
         return None
     buffer, offset, length = entry
-    if (offset != 0 or not isinstance(buffer, buffer_type) or buffer.allocated_buffer
-            is not buffer or getattr(buffer, "released", False)):
+    if offset != 0 or buffer is None or not isinstance(buffer, buffer_type):
+        return None
+    if buffer.allocated_buffer is not buffer or getattr(buffer, "released", False):
         return None
     size = buffer.size
     if length.__class__ is not int or (length >= 0 and length != size):
