@@ -11,10 +11,13 @@ elementwise add + relu, a row sum, a softmax), compiled for the `cpu` target:
   (bench/iree_runner.py), and irtk / IREE;
 - what LLVM cost the first load of each module (a fresh cache folder).
 
-    .venv/bin/python bench/cpu.py [--iree-python PATH] [--reps N] [--reference] [--only NAME]
+    .venv/bin/python bench/cpu.py [--iree-python PATH] [--reps N] [--rounds R] [--reference]
+                                  [--only NAME]
 
-Figures are medians over N calls, in milliseconds; the machine's load average is printed with
-the table. irtk and IREE alternate per program, so a busy phase of a shared machine hits both.
+Figures are in milliseconds: each round times N calls of irtk local-task, then IREE, then
+irtk local-sync (alternating, so a busy phase of a shared machine hits both), and a figure is
+the median of its R round medians; irtk/IREE is the median of the R rounds' own ratios. The
+machine's load average is printed with the table.
 """
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -118,6 +120,12 @@ func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
 }"""
 
 
+def _conv_relu(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """NHWC x HWCF, stride 1, no padding, then relu (as CONV)."""
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))  # n,h,w,c,kh,kw
+    return np.maximum(np.einsum("nhwcij,ijcf->nhwf", windows, w, optimize=True), 0)
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
@@ -128,7 +136,7 @@ PROGRAMS: dict[str, tuple[str, list[tuple[int, ...]], Callable[..., Any], bool]]
     "matmul 512^3": (_matmul(512, 512, 512), [(512, 512), (512, 512)], np.matmul, True),
     "matmul 1024^3": (_matmul(1024, 1024, 1024), [(1024, 1024), (1024, 1024)], np.matmul,
                       False),
-    "conv 3x3 56x56x64 + relu": (CONV, [(1, 58, 58, 64), (3, 3, 64, 64)], None, True),
+    "conv 3x3 56x56x64 + relu": (CONV, [(1, 58, 58, 64), (3, 3, 64, 64)], _conv_relu, True),
     "MLP 1x784->256->10": (MLP, [(1, 784), (784, 256), (256, 10)],
                            lambda x, a, b: np.maximum(x @ a, 0) @ b, True),
     "relu(a+b) 1M": (RELU_ADD, [(1048576,), (1048576,)], lambda a, b: np.maximum(a + b, 0),
@@ -144,17 +152,22 @@ def _resident(module: Any, arrays: list[np.ndarray]) -> list[hal.BufferView]:
                            hal.ElementType.from_numpy(a.dtype)) for a in arrays]
 
 
-def _irtk(vmfb: bytes, device: str, arrays: list[np.ndarray], reps: int) -> tuple[float, Any]:
+def _loaded(vmfb: bytes, device: str, arrays: list[np.ndarray]
+            ) -> tuple[Callable[[], Any], Any]:
+    """A resident call of @main on `device` (arguments on the device, results left there), and
+    the result of a whole call (numpy back) to check."""
     module = irtk.load(vmfb, device=device)
     views = _resident(module.main.module, arrays)
     result = np.asarray(module.main(*arrays))
-    return median_time(lambda: module.main(*views, device_results=True), reps), result
+    return (lambda: module.main(*views, device_results=True)), result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iree-python", help="Python of an environment with IREE 3.13")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of irtk and IREE (medians over them)")
     ap.add_argument("--reference", action="store_true",
                     help="also time the numpy reference executor (slow)")
     ap.add_argument("--only", help="run only the programs whose name contains this")
@@ -178,24 +191,31 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache:
             before = llvm_jit.STATS.seconds
             os.environ["IRTK_CACHE_DIR"] = cache
-            start = time.perf_counter()
             irtk.load(vmfb, device="local-sync")
-            del start
             llvm_cost = llvm_jit.STATS.seconds - before
-            task, result = _irtk(vmfb, "local-task", arrays, args.reps)
-            sync, _ = _irtk(vmfb, "local-sync", arrays, max(1, args.reps // 2))
+            task_call, result = _loaded(vmfb, "local-task", arrays)
+            sync_call, _ = _loaded(vmfb, "local-sync", arrays)
+        shape_text = ",".join("x".join(map(str, s)) + "xf32" for s in shapes)
+        tasks, syncs, irees, ratios = [], [], [], []
+        for _ in range(max(1, args.rounds)):
+            tasks.append(median_time(task_call, args.reps))
+            figures = iree.figures(mlir, "local-task", shape_text, args.reps)
+            if figures is not None:
+                irees.append(figures["kept"])
+                ratios.append(tasks[-1] / figures["kept"])
+            syncs.append(median_time(sync_call, max(1, args.reps // 2)))
+        task, sync = float(np.median(tasks)), float(np.median(syncs))
+        iree_resident = float(np.median(irees)) if irees else None
         reference = None
         if args.reference and quick:
             os.environ["IRTK_CPU_EXECUTOR"] = "reference"
-            reference, _ = _irtk(vmfb, "local-task", arrays, max(1, args.reps // 5))
+            ref_call, _ = _loaded(vmfb, "local-task", arrays)
+            reference = median_time(ref_call, max(1, args.reps // 5))
             os.environ["IRTK_CPU_EXECUTOR"] = "native"
-        numpy_time = median_time(lambda: ref(*arrays), args.reps) if ref else None
-        shape_text = ",".join("x".join(map(str, s)) + "xf32" for s in shapes)
-        figures = iree.figures(mlir, "local-task", shape_text, args.reps)
-        iree_resident = None if figures is None else figures["kept"]
-        ratio = f"{task / iree_resident:>9.2f}" if iree_resident else f"{'n/a':>9}"
+        numpy_time = median_time(lambda: ref(*arrays), args.reps)
+        ratio = f"{float(np.median(ratios)):>9.2f}" if ratios else f"{'n/a':>9}"
         err = float(np.max(np.abs(result.astype(np.float64) - ref(
-            *[a.astype(np.float64) for a in arrays])))) if ref else float("nan")
+            *[a.astype(np.float64) for a in arrays]))))
         print(f"{name:<26} {ms(task, 11)} {ms(sync, 11)} {sync / task:>9.2f} "
               f"{ms(reference, 10)} {ms(numpy_time, 8)} {ms(iree_resident, 8)} {ratio} "
               f"{ms(llvm_cost, 7, 0)} {err:>8.1e}")
