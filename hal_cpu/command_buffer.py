@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hal_cpu.buffer import CpuBuffer
+from hal_cpu.direct_program import DirectProgram
 from hal_cpu.executable import CpuExecutable
 from hal_cpu.kernel import work_items
 from irtk import tracing
@@ -43,6 +44,20 @@ class Runner(Protocol):
 
 class CpuCommandBuffer(DeferredCommandBuffer):
     buffer_type = CpuBuffer
+    _direct: DirectProgram | None = None
+    _direct_built = False
+
+    def direct_work(self, table: BindingTable | None, runner: Runner
+                    ) -> Callable[[], None] | None:
+        """This execution as a `DirectProgram` (hal_cpu/direct_program.py), or None when
+        the general path (`resolve`, `run_commands`) must run it."""
+        if not self.finalized or self.released:
+            return None
+        if not self._direct_built:
+            self._direct = DirectProgram.build(self.commands)
+            self._direct_built = True
+        program = self._direct
+        return None if program is None else program.bind(table, runner)
 
     def lookup_export(self, executable: Executable, ordinal: int) -> tuple[Any, str]:
         if not isinstance(executable, CpuExecutable):

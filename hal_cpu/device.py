@@ -75,6 +75,13 @@ class CpuDevice(Device):
                 raise RuntimeFailure(f"queue_execute: {len(binding_tables)} binding tables for "
                                      f"{len(cbs)} command buffers")
             tables = list(binding_tables)
+        runner = self.task_system
+        tracer = tracing.active
+        if tracer is None and len(cbs) == 1:
+            direct = cbs[0].direct_work(tables[0], runner)
+            if direct is not None:
+                self._submit(wait, signal, direct)
+                return
         # Resolved now, as the Vulkan driver records at submit: a bad binding table is raised
         # here (and fails the signal fence), and later changes to the caller's lists do not
         # reach the queued work.
@@ -83,8 +90,6 @@ class CpuDevice(Device):
         except RuntimeFailure as e:
             signal.fail(e)
             raise
-        runner = self.task_system
-        tracer = tracing.active
         trace = None if tracer is None else (tracer, self.info.name)
         if tracer is not None:
             tracer.add_flush(self, self._trace_flush)

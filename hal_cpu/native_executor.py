@@ -97,7 +97,7 @@ class NativePlan:
             return None
         pointers = self._pointer_array(*addresses)
         keep.append(pointers)
-        return DirectBound(self.kernel, (pointers, _NO_ARGS, keep), self._shape)
+        return DirectBound(self.kernel, (pointers, NO_ARGS, keep), self._shape)
 
     def _overlapping(self, bindings: Sequence[Any]) -> bool:
         """Whether a written operand's bytes overlap another operand's (a buffer bound twice)."""
@@ -116,8 +116,23 @@ class NativePlan:
         return self.fallback.block_points(bound)
 
     def min_chunk_points(self, bound: Bound) -> int | None:
-        per_point = max(1, bound.reduction_total) * max(1, len(self.kernel.steps))
+        return self.chunk_points(bound.reduction_total)
+
+    def chunk_points(self, reduction_total: int) -> int:
+        """The fewest parallel points worth a chunk of their own (CHUNK_WORK)."""
+        per_point = max(1, reduction_total) * max(1, len(self.kernel.steps))
         return max(1, CHUNK_WORK // per_point)
+
+    @property
+    def direct_operands(self) -> list[tuple[int, int, bool]] | None:
+        """(binding, bytes it must hold, written) per operand, in the entry's pointer
+        order, for a kernel whose dispatches need only addresses; else None."""
+        return self._direct
+
+    @property
+    def static_shape(self) -> "_StaticShape":
+        assert self._direct is not None
+        return self._shape
 
     def run_box(self, bound: Bound, box: LoopBox) -> None:
         self.fallback.run_box(bound, box)
@@ -171,7 +186,8 @@ class NativePlan:
         return pointers, ctypes.c_void_p(arg_address), keep
 
 
-_NO_ARGS = ctypes.c_void_p(0)
+# The args pointer of a kernel that takes no params.
+NO_ARGS = ctypes.c_void_p(0)
 
 
 class DirectBound(Bound):

@@ -159,15 +159,22 @@ def test_a_vm_call_runs_its_dispatch_itself_unless_it_has_a_time_limit(
     """A call without a time limit settles its fence wait in place (no suspension, no thread
     change); one with `Limits(seconds=...)` must not start work that may outlast its limit,
     so the queue thread runs it."""
+    import hal_cpu.direct_program as direct
     import hal_cpu.kernel as kmod
     import irtk
     threads: list[str] = []
     original = kmod.Kernel.run
+    original_direct = direct._run
 
     def spy(self, views, start, end):
         threads.append(threading.current_thread().name)
         original(self, views, start, end)
+
+    def spy_direct(calls, runner, keep):   # the shortcut a VM call's dispatches take
+        threads.append(threading.current_thread().name)
+        original_direct(calls, runner, keep)
     monkeypatch.setattr(kmod.Kernel, "run", spy)
+    monkeypatch.setattr(direct, "_run", spy_direct)
     module = irtk.load(irtk.compile_str(RELU, target="cpu"), device="local-task",
                        limits=irtk.Limits(seconds=60) if limited else None)
     a = rng.standard_normal(1000).astype(np.float32)
