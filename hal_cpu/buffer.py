@@ -17,11 +17,13 @@ class CpuBuffer(Buffer):
     """A byte range in host memory; `release` drops it early (later use raises)."""
 
     def __init__(self, size: int, usage: BufferUsage = BufferUsage.DEFAULT,
-                 data: np.ndarray | None = None) -> None:
+                 data: np.ndarray | None = None, address: int | None = None) -> None:
+        """`data`: the bytes to hold (else new, uninitialised ones), at `address` when the
+        caller knows it."""
         super().__init__(size, usage)
         if data is None:
             data, address = _aligned(size)
-        else:
+        elif address is None:
             address = data.ctypes.data
         self._data: np.ndarray | None = data
         # Where the bytes are: native kernels take addresses (an array never moves).
@@ -98,9 +100,9 @@ class CpuAllocator(Allocator[CpuBuffer]):
     def allocate_with_data(self, data: bytes | memoryview,
                            usage: BufferUsage = BufferUsage.DEFAULT) -> CpuBuffer:
         src = _as_bytes(data)
-        copy, _ = _aligned(src.size)
+        copy, address = _aligned(src.size)
         copy[:] = src
-        return CpuBuffer(src.size, usage, copy)
+        return CpuBuffer(src.size, usage, copy, address)
 
 
 ALIGNMENT = 64

@@ -33,7 +33,8 @@ class _Step:
     the kernel needs, written) per operand in the entry's pointer order, and the parallel
     points the grid covers."""
 
-    __slots__ = ("entry", "operands", "end", "tile_size", "min_chunk", "pointer_array")
+    __slots__ = ("entry", "operands", "end", "tile_size", "min_chunk", "pointer_array",
+                 "split")
 
     def __init__(self, entry: Any, operands: list[tuple[int, int, int, bool]], end: int,
                  tile_size: int, min_chunk: int) -> None:
@@ -43,6 +44,9 @@ class _Step:
         self.tile_size = tile_size
         self.min_chunk = min_chunk
         self.pointer_array = ctypes.c_void_p * max(1, len(operands))
+        # The runner this step ran on last and its chunks (they depend on nothing else); one
+        # tuple, so threads executing the command buffer at once read a consistent pair.
+        self.split: tuple[Any, list[tuple[int, int]]] = (None, [])
 
 
 class DirectProgram:
@@ -116,23 +120,35 @@ class DirectProgram:
             stage_calls = []
             for step in stage:
                 addresses = []
-                used: dict[int, bool] = {}   # id of each buffer -> whether it is written
                 for slot, length, need, written in step.operands:
                     buffer, size = slots[slot]
                     if length > size or need > (size if length < 0 else length) or \
                             (written and buffer.read_only):
                         return None
-                    key = id(buffer)
-                    if key in used and (written or used[key]):
-                        return None         # a written buffer in two operands: the general
-                    used[key] = written     # path knows whether they overlap
                     addresses.append(buffer.address)
+                if len(set(addresses)) < len(addresses) and _written_twice(step, slots):
+                    return None             # the general path knows whether they overlap
                 pointers = step.pointer_array(*addresses)
                 keep.append(pointers)
-                for start, end in runner.split(step.end, step.tile_size, step.min_chunk):
+                last_runner, chunks = step.split
+                if last_runner is not runner:
+                    chunks = runner.split(step.end, step.tile_size, step.min_chunk)
+                    step.split = (runner, chunks)
+                for start, end in chunks:
                     stage_calls.append((step.entry, pointers, start, end))
             calls.append(stage_calls)
         return partial(_run, calls, runner, keep)
+
+
+def _written_twice(step: _Step, slots: dict[int, tuple[CpuBuffer, int]]) -> bool:
+    """Whether a buffer that `step` writes is also another of its operands."""
+    seen: dict[int, bool] = {}   # id of each buffer -> whether it is written
+    for slot, _, _, written in step.operands:
+        key = id(slots[slot][0])
+        if key in seen and (written or seen[key]):
+            return True
+        seen[key] = written
+    return False
 
 
 def _run(calls: list[list[tuple[Any, Any, int, int]]], runner: "Runner",
