@@ -265,17 +265,16 @@ def _math(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t:
     return _in_f32(e, t, args, compute)
 
 
-@NATIVE.implements("math.erf", claim=_claims(("f16", "f32", "f64")))
+@NATIVE.implements("math.erf", claim=_claims(FLOATS))
 def _erf(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: str
          ) -> ir.Value:
     # The reference evaluates the C library's erf in f64 and rounds once.
     b = e.builder
     x = args[0] if t == "f64" else b.fpext(args[0], F64)
-    r = e.libcall("erf", F64, [x])
-    return r if t == "f64" else narrow(e, r, register_type(t))
+    return _from_f64(e, e.libcall("erf", F64, [x]), t)
 
 
-@NATIVE.implements("math.fma", claim=_claims(("f16", "f32", "f64")))
+@NATIVE.implements("math.fma", claim=_claims(FLOATS))
 def _fma(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: str
          ) -> ir.Value:
     b = e.builder
@@ -283,10 +282,10 @@ def _fma(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: 
         return e.call_intrinsic("llvm.fma", F64, args)
     # The reference: the product is exact in f64, the sum rounds there, then to the type.
     a, m, c = (b.fpext(x, F64) for x in args)
-    return narrow(e, b.fadd(b.fmul(a, m), c), register_type(t))
+    return _from_f64(e, b.fadd(b.fmul(a, m), c), t)
 
 
-@NATIVE.implements("math.fpowi", claim=lambda ops, r: ops[0] in ("f16", "f32", "f64")
+@NATIVE.implements("math.fpowi", claim=lambda ops, r: ops[0] in FLOATS
                    and ops[1] in INTS and r == ops[0])
 def _fpowi(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t: str
            ) -> ir.Value:
@@ -295,8 +294,7 @@ def _fpowi(e: Emitter, args: list[ir.Value], attrs: OpAttrs, types: list[str], t
     n = args[1]
     # The reference converts the exponent as numpy does: an i1 `true` is 1.
     exponent = b.uitofp(n, F64) if n.type == I1 else b.sitofp(n, F64)
-    r = e.call_intrinsic("llvm.pow", F64, [x, exponent])
-    return r if t == "f64" else narrow(e, r, register_type(t))
+    return _from_f64(e, e.call_intrinsic("llvm.pow", F64, [x, exponent]), t)
 
 
 _CMPF = {"oeq": ("ord", "=="), "ogt": ("ord", ">"), "oge": ("ord", ">="), "olt": ("ord", "<"),
@@ -546,6 +544,15 @@ def _odd_f32(e: Emitter, x: ir.Value) -> ir.Value:
 def _bf16_from_f64(e: Emitter, x: ir.Value) -> ir.Value:
     """An f64 rounded once to bf16 (held as f32), through f32 rounded to odd."""
     return round_bf16(e, _odd_f32(e, x))
+
+
+def _from_f64(e: Emitter, x: ir.Value, t: str) -> ir.Value:
+    """An f64 result rounded once to float type `t` (bf16 through f32 rounded to odd)."""
+    if t == "f64":
+        return x
+    if t == "bf16":
+        return _bf16_from_f64(e, x)
+    return narrow(e, x, register_type(t))
 
 
 def narrow(e: Emitter, x: ir.Value, rt: ir.Type) -> ir.Value:
