@@ -8,8 +8,8 @@ concurrently; a barrier waits for the batch before it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from hal_cpu.buffer import CpuBuffer
 from hal_cpu.direct_program import DirectProgram
 from hal_cpu.executable import CpuExecutable
 from hal_cpu.kernel import work_items
+from hal_cpu.task_system import Runner, WorkItem
 from irtk import tracing
 from irtk.errors import RuntimeFailure
 from irtk.hal.binding import BindingRef, BindingTable, ResolvedBinding
@@ -25,21 +26,8 @@ from irtk.hal.deferred_command_buffer import (Barrier, DeferredCommandBuffer, Re
                                               ResolvedUpdate)
 from irtk.hal.executable import Executable
 
-WorkItem = Callable[[], None]
 
 __all__ = ["BindingTable", "CpuCommandBuffer", "Runner", "run_commands"]
-
-
-class Runner(Protocol):
-    """Where work items run: inline (local-sync) or on the task system (local-task)."""
-
-    def split(self, end: int, granule: int, min_points: int | None = None
-              ) -> list[tuple[int, int]]:
-        """Cut iterations [0, end) into chunks whose bounds are multiples of `granule`, each
-        of at least `min_points` iterations where given (else the runner's own minimum)."""
-
-    def run(self, items: Sequence[WorkItem]) -> None:
-        """Run independent work items; returns when all are done, raising the first error."""
 
 
 class CpuCommandBuffer(DeferredCommandBuffer):

@@ -18,15 +18,14 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hal_cpu.buffer import CpuBuffer
 from hal_cpu.native_executor import NO_ARGS, NativePlan
+from hal_cpu.task_system import Runner
 from irtk.hal.binding import BindingTable
 from irtk.hal.deferred_command_buffer import Barrier, Dispatch
 
-if TYPE_CHECKING:
-    from hal_cpu.command_buffer import Runner
 
 class _Step:
     """One dispatch: its kernel's entry, (slot, bytes bound or -1 for the whole slot, bytes
@@ -92,7 +91,7 @@ class DirectProgram:
                                         plan.chunk_points(shape.reduction_total)))
         return cls([stage for stage in stages if stage])
 
-    def bind(self, table: BindingTable | None, runner: "Runner"
+    def bind(self, table: BindingTable | None, runner: Runner
              ) -> Callable[[], None] | None:
         """The work of one execution with `table`, or None when the general path must run."""
         if table is None:
@@ -151,7 +150,7 @@ def _written_twice(step: _Step, slots: dict[int, tuple[CpuBuffer, int]]) -> bool
     return False
 
 
-def _run(calls: list[list[tuple[Any, Any, int, int]]], runner: "Runner",
+def _run(calls: list[list[tuple[Any, Any, int, int]]], runner: Runner,
          keep: list[Any]) -> None:
     """Each stage's calls (a stage's calls at once on local-task), stage after stage."""
     for stage in calls:

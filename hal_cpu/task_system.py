@@ -14,9 +14,22 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 
 WorkItem = Callable[[], None]
+
+
+class Runner(Protocol):
+    """Where work items run: inline (local-sync) or on the task system (local-task)."""
+
+    def split(self, end: int, granule: int, min_points: int | None = None
+              ) -> list[tuple[int, int]]:
+        """Cut iterations [0, end) into chunks whose bounds are multiples of `granule`, each
+        of at least `min_points` iterations where given (else the runner's own minimum)."""
+
+    def run(self, items: Sequence[WorkItem]) -> None:
+        """Run independent work items; returns when all are done, raising the first error."""
 
 # A dispatch is only split when each chunk gets at least this many iterations: below it, the
 # cost of handing a chunk to another thread outweighs the work.
