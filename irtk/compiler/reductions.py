@@ -15,11 +15,13 @@ from irtk.compiler.kernel import Kernel, Op
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
-# combiner -> (identity of a float accumulator, identity of an i32 one); None: not for that kind
+# combiner -> (identity of a float accumulator, identity of an i32 one); None: not for that kind.
+# maxnumf/minnumf return the other operand of a NaN, so NaN is their identity: with -inf a row
+# of NaNs would come out -inf instead of NaN.
 IDENTITIES: dict[str, tuple[float | None, int | None]] = {
     "arith.addf": (0.0, None), "arith.mulf": (1.0, None),
     "arith.maximumf": (-math.inf, None), "arith.minimumf": (math.inf, None),
-    "arith.maxnumf": (-math.inf, None), "arith.minnumf": (math.inf, None),
+    "arith.maxnumf": (math.nan, None), "arith.minnumf": (math.nan, None),
     "arith.addi": (None, 0), "arith.muli": (None, 1), "arith.andi": (None, -1),
     "arith.ori": (None, 0), "arith.xori": (None, 0), "arith.maxsi": (None, INT_MIN),
     "arith.minsi": (None, INT_MAX), "arith.maxui": (None, 0), "arith.minui": (None, -1),

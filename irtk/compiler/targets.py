@@ -26,6 +26,7 @@ class VulkanProfile(ShaderCapabilities):
     subgroup_size: int = 0                 # 0: code must not depend on the subgroup size
     subgroup_arithmetic: bool = False      # OpGroupNonUniform* arithmetic in compute shaders
     subgroup_ballot: bool = False          # OpGroupNonUniformBroadcast and friends
+    subgroup_shuffle: bool = False         # OpGroupNonUniformShuffleXor and friends
     cpu_device: bool = False               # shaders run on CPU cores (software rasterizers)
     max_workgroup_invocations: int = 256
     shared_memory_bytes: int = 32768
@@ -48,11 +49,12 @@ class VulkanProfile(ShaderCapabilities):
 VULKAN_PROFILES: dict[str, VulkanProfile] = {
     "default": VulkanProfile("default"),
     "swiftshader": VulkanProfile("swiftshader", subgroup_size=4, subgroup_arithmetic=True,
-                                 subgroup_ballot=True, cpu_device=True, texel_window=65536,
+                                 subgroup_ballot=True, subgroup_shuffle=True, cpu_device=True,
+                                 texel_window=65536,
                                  elementwise_quads=True),
     "llvmpipe": VulkanProfile("llvmpipe", vulkan_env="vulkan1.2", vulkan_version=(1, 2),
                               subgroup_size=8, subgroup_arithmetic=True,
-                              subgroup_ballot=True, cpu_device=True,
+                              subgroup_ballot=True, subgroup_shuffle=True, cpu_device=True,
                               max_workgroup_invocations=1024, float16=True,
                               float64=True, int8=True, int16=True, int64=True,
                               texel_buffer_loads=True, elementwise_quads=True),

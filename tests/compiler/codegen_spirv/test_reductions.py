@@ -116,6 +116,51 @@ def test_narrow_float_max_and_min_are_exact(vulkan, rng, combiner, fold):
     np.testing.assert_array_equal(got, fold(both, axis=1))
 
 
+def _float_extreme(combiner: str, values: np.ndarray) -> float:
+    """The combiner folded over `values` by its rules: the *numf ops ignore NaN (NaN only when
+    every value is), the *imumf ops give NaN when any value is; -0 orders below +0."""
+    if np.isnan(values).any() and ("imum" in combiner or np.isnan(values).all()):
+        return float("nan")
+    kept = values[~np.isnan(values)]
+    key = [(float(v), 0 if np.signbit(v) else 1) for v in kept]
+    pick = max if "max" in combiner else min
+    return float(kept[key.index(pick(key))])
+
+
+@pytest.mark.parametrize("combiner", ["arith.maxnumf", "arith.minnumf", "arith.maximumf",
+                                      "arith.minimumf"])
+@pytest.mark.parametrize("profile", ["device", "default"])
+def test_float_max_and_min_reduce_in_one_subgroup_with_their_nan_and_zero_rules(
+        vulkan, rng, combiner, profile):
+    """They have no subgroup reduce with their NaN and signed-zero rules: on profiles with
+    subgroup shuffles the workgroup is still one subgroup (a butterfly of xor shuffles around
+    the body's own combiner, no shared memory); the default profile meets partials in shared
+    memory. Either way the results are those of the rules, bit for bit. Rows: random values
+    with NaNs, only signed zeros, all NaN, and a mix."""
+    from irtk.compiler.codegen.spirv import compile_kernel
+    rows, cols = 6, 1024
+    kernel = row_reduce(combiner, "f32", "f32", rows, cols)
+    chosen = vulkan.profile if profile == "device" else VULKAN_PROFILES["default"]
+    compiled = compile_kernel(kernel, chosen)
+    assert compiled.strategy == "reduction"
+    if chosen.subgroup_shuffle:
+        assert compiled.workgroup_size == (chosen.subgroup_size, 1, 1)
+        assert compiled.requirements["shared_memory_bytes"] == 0
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    x[0, rng.choice(cols, 7, replace=False)] = np.nan
+    x[1] = np.where(rng.random(cols) < 0.5, -0.0, 0.0)
+    x[2] = np.nan
+    x[3, rng.choice(cols, 100, replace=False)] = rng.choice([np.nan, -0.0, 0.0, np.inf, -np.inf],
+                                                             100)
+    x[4] = -0.0
+    x[5, :] = -np.inf
+    init = np.array([0.5, -0.0, np.nan, 0.0, 0.0, np.nan], np.float32)
+    got = vulkan.run(kernel, [x], compiled, initial=[init])[0]
+    expected = np.array([_float_extreme(combiner, np.append(x[r], init[r])) for r in range(rows)])
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 def test_a_computed_half_sum_is_not_reassociated():
     """x * x summed in f16 must keep the sequential, rounded order: not this strategy."""
     kernel = Kernel("squares", (3, 500), [Operand(0, "f16", (3, 500), identity(2))],

@@ -22,9 +22,12 @@ subgroup (or shared-memory) tree on top, each value of a sum of n passes through
 about unroll * group + BLOCK + n / (W * unroll * group * BLOCK) + log2(W) roundings, not the
 n / W of a serial sum per invocation (2 x 40960 values 0.001: 40.959713 before, 40.96 now).
 
-Where the profile fixes the subgroup size and has subgroup arithmetic (and every combiner has a
-subgroup operation), W is that size: the workgroup is one subgroup and `OpGroupNonUniform*`
-Reduce finishes the job with no shared memory and no barrier. Otherwise W = 64 partial results
+Where the profile fixes the subgroup size and can combine every output across a subgroup
+(`subgroup_reducible`: the combiner's `OpGroupNonUniform*` Reduce with subgroup arithmetic, or,
+for the float max/min family, which has none with the body's NaN and signed-zero rules, a
+butterfly of `OpGroupNonUniformShuffleXor` around the body's own combiner), W is that size: the
+workgroup is one subgroup and the subgroup finishes the job with no shared memory and no
+barrier (SwiftShader's 256 x 1024 row max: 11 ms with the shared-memory tree). Otherwise W = 64 partial results
 meet in shared memory behind one barrier and invocation 0 folds them in order (CPU drivers pay
 dearly per barrier). Invocation 0 then combines the output's initial value with the total and
 stores it.
@@ -193,10 +196,19 @@ class Plan:
     block: int        # trips per block accumulator
 
 
+def subgroup_reducible(profile: VulkanProfile, op: Op) -> bool:
+    """A subgroup of `profile` can combine its lanes' values of `op`: with the op's own
+    subgroup reduce, or else with a butterfly of xor shuffles around the combiner as the body
+    computes it (the float max/min family, whose NaN and signed-zero rules no subgroup
+    operation promises)."""
+    if SUBGROUP_OPS[op.name] is not None:
+        return profile.subgroup_arithmetic
+    return profile.subgroup_shuffle and profile.subgroup_size & (profile.subgroup_size - 1) == 0
+
+
 def plan(kernel: Kernel, profile: VulkanProfile, ops: list[Op]) -> Plan:
     """The layout for `profile` (the per-driver rule is in the module docstring)."""
-    if profile.subgroup_size > 1 and profile.subgroup_arithmetic and all(
-            SUBGROUP_OPS[op.name] is not None for op in ops):
+    if profile.subgroup_size > 1 and all(subgroup_reducible(profile, op) for op in ops):
         width = subgroup = profile.subgroup_size
         rows = rows_per_workgroup(kernel)
     else:
@@ -369,9 +381,8 @@ class _Generator:
         if self.subgroup:
             # The workgroup is one subgroup: a subgroup reduce is the whole tree.
             iface.e.b.capability(Capability.GroupNonUniform)
-            iface.e.b.capability(Capability.GroupNonUniformArithmetic)
-            totals = [self._subgroup_reduce(op, t, p)
-                      for op, t, p in zip(self.acc_ops, types, partials)]
+            totals = [self._subgroup_reduce(o, t, p)
+                      for o, (t, p) in enumerate(zip(types, partials))]
         else:
             # One barrier, then invocation 0 folds the W partial results in order.
             for o, p in enumerate(partials):
@@ -443,17 +454,29 @@ class _Generator:
                     terms[inner] == 1:
                 self.window_texels[i] = local
 
-    def _subgroup_reduce(self, op: Op, value_type: int, value: int) -> int:
-        """The subgroup's combined value (unsigned min/max work on u32)."""
-        e = self.e
+    def _subgroup_reduce(self, o: int, value_type: int, value: int) -> int:
+        """The subgroup's combined value of output `o`'s partials (unsigned min/max work on
+        u32). A combiner without a subgroup reduce (`SUBGROUP_OPS`) folds lanes l and l ^ k for
+        k = 1, 2, 4, ...: every lane ends with the whole subgroup's value, combined by the
+        body's own op (associative and commutative, so any order gives the same bits)."""
+        e, op = self.e, self.acc_ops[o]
         opcode = SUBGROUP_OPS[op.name]
-        if opcode is None:  # `plan` uses subgroups only where every op has one
-            raise ValueError(f"{op.name} has no subgroup reduction")
+        scope = e.u32c(Scope.Subgroup)
+        if opcode is None:
+            e.b.capability(Capability.GroupNonUniformShuffle)
+            lane = 1
+            while lane < self.subgroup:
+                other = e.op(SpvOp.GroupNonUniformShuffleXor, value_type, scope, value,
+                             e.u32c(lane))
+                value = self.combine(o, value, other)
+                lane *= 2
+            return value
+        e.b.capability(Capability.GroupNonUniformArithmetic)
         if op.name in ("arith.maxui", "arith.minui"):
-            unsigned = e.op(opcode, e.u32, e.u32c(Scope.Subgroup), GroupOperation.Reduce,
+            unsigned = e.op(opcode, e.u32, scope, GroupOperation.Reduce,
                             e.op(SpvOp.Bitcast, e.u32, value))
             return e.op(SpvOp.Bitcast, value_type, unsigned)
-        return e.op(opcode, value_type, e.u32c(Scope.Subgroup), GroupOperation.Reduce, value)
+        return e.op(opcode, value_type, scope, GroupOperation.Reduce, value)
 
     def _unit(self, indices: dict[int, int], unit: int, units: int, exact: bool
               ) -> list[list[int]]:
