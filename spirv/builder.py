@@ -177,6 +177,7 @@ class ModuleBuilder:
         self._sections: dict[str, list[int]] = {s: [] for s in _SECTIONS}
         self._cache: dict[tuple[object, ...], int] = {}
         self._type_info: dict[int, tuple[object, ...]] = {}
+        self._constants: dict[int, int | float | bool] = {}  # scalar constant id -> its value
         self._capabilities: set[int] = set()
         self._extensions: set[str] = set()
         self._annotations: set[tuple[int, ...]] = set()
@@ -404,13 +405,20 @@ class ModuleBuilder:
         key = ("constant", type_id, *words)
         if key not in self._cache:
             self._cache[key] = self.op(Op.Constant, type_id, words)
+            self._constants[self._cache[key]] = value
         return self._cache[key]
 
     def constant_bool(self, value: bool) -> int:
         key = ("constant_bool", bool(value))
         if key not in self._cache:
             self._cache[key] = self.op(Op.ConstantTrue if value else Op.ConstantFalse, self.type_bool())
+            self._constants[self._cache[key]] = bool(value)
         return self._cache[key]
+
+    def constant_value(self, rid: int) -> int | float | bool | None:
+        """The value of scalar constant `rid` as it was asked for (None for any other id), so
+        code generators can pick cheaper instructions for operations on known values."""
+        return self._constants.get(rid)
 
     def constant_composite(self, type_id: int, ids: Sequence[int]) -> int:
         key = ("composite", type_id, *ids)

@@ -14,6 +14,8 @@ sequences (math_f32.py), since the drivers' built-ins miss the accuracy contract
 """
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -129,7 +131,16 @@ def _negf(e: Emitter, c: OpCall) -> int:
 
 
 def _fminmax(e: Emitter, a: int, b: int, is_max: bool, propagate_nan: bool) -> int:
-    """IEEE minimum/maximum (NaN wins) or minNum/maxNum (the number wins); -0 < +0 in both."""
+    """IEEE minimum/maximum (NaN wins) or minNum/maxNum (the number wins); -0 < +0 in both.
+
+    NaN is tested on the bits, and no select is a float compare's pick between its own
+    operands: the drivers' optimizers turn that pattern into their native min/max, which
+    keeps neither rule. Against a constant (relu's max(x, 0)) it is an integer compare
+    (`_fminmax_constant`)."""
+    for x, k in ((a, b), (b, a)):
+        value = e.b.constant_value(k)
+        if isinstance(value, float) and not math.isnan(value):
+            return _fminmax_constant(e, x, k, value, is_max, propagate_nan)
     a_nan, b_nan = e.is_nan(a), e.is_nan(b)
     ordered = e.not_(e.or_(a_nan, b_nan))
     greater = e.and_(ordered, e.op(SpvOp.FOrdGreaterThan, e.bool, a, b))
@@ -143,6 +154,35 @@ def _fminmax(e: Emitter, a: int, b: int, is_max: bool, propagate_nan: bool) -> i
         tie = e.select(e.f32, a_nan, b, e.select(e.f32, b_nan, a, tie))
     a_wins, b_wins = (greater, less) if is_max else (less, greater)
     return e.select(e.f32, a_wins, a, e.select(e.f32, b_wins, b, tie))
+
+
+def _order_key(bits: int) -> int:
+    """An f32's bits as a signed integer that orders as the floats do, -0 just below +0 (the
+    magnitude bits flipped for negative numbers); NaNs land beyond the infinities."""
+    return bits if bits < 1 << 31 else (bits ^ 0x7FFFFFFF) - (1 << 32)
+
+
+def _fminmax_constant(e: Emitter, x: int, k: int, value: float, is_max: bool,
+                      propagate_nan: bool) -> int:
+    """min/max of `x` and the constant `k` (`value`, not NaN): x where it wins, else k.
+
+    x wins when its order key (`_order_key`) is beyond k's, which settles signed zeros with no
+    tie case (equal keys are equal bits); a NaN x wins for the NaN-propagating forms and
+    loses for minNum/maxNum. For max against k >= +0 the key compare is the plain signed
+    compare of the bits (every negative float is below k either way)."""
+    bits = e.op(SpvOp.Bitcast, e.i32, x)
+    key_k = _order_key(struct.unpack("<I", struct.pack("<f", value))[0])
+    if is_max and key_k >= 0:
+        key = bits
+    else:
+        flip = e.op(SpvOp.BitwiseAnd, e.i32, e.op(SpvOp.ShiftRightArithmetic, e.i32, bits,
+                                                    e.i32c(31)), e.i32c(0x7FFFFFFF))
+        key = e.op(SpvOp.BitwiseXor, e.i32, bits, flip)
+    beyond = e.op(SpvOp.SGreaterThan if is_max else SpvOp.SLessThan, e.bool, key,
+                  e.i32c(key_k))
+    nan = e.is_nan(x)
+    wins = e.or_(beyond, nan) if propagate_nan else e.and_(beyond, e.not_(nan))
+    return e.select(e.f32, wins, x, k)
 
 
 def _fminmax_op(e: Emitter, c: OpCall, is_max: bool, propagate_nan: bool) -> int:
