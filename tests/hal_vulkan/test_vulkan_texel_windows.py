@@ -270,10 +270,11 @@ def test_matmul_through_texel_views_matches_numpy(device, rng, m, n, k):
                                atol=1e-4)
 
 
-def test_swiftshader_elementwise_mixes_texel_views_and_storage_quads(device, rng):
+def test_swiftshader_elementwise_mixes_texel_views_and_windows(device, rng):
     """On the swiftshader profile an elementwise input of at most one window is a texel view
-    and a larger one a storage buffer read 4 elements at a time (quads): x (1088 x 256 f32,
-    1.06 MiB) from storage, w broadcast along rows from a view; the numpy result."""
+    and a larger one that quads read 4 elements at a time is read through texel windows: x
+    (1088 x 256 f32, 1.06 MiB: 3 views) through windows, w broadcast along rows from a view;
+    the numpy result."""
     rows, cols = 1088, 256
     kernel = Kernel("axpw", (rows, cols),
                     [Operand(0, "f32", (rows, cols), _map(2, [[1, 0, 0], [0, 1, 0]])),
@@ -283,10 +284,15 @@ def test_swiftshader_elementwise_mixes_texel_views_and_storage_quads(device, rng
                     ("parallel", "parallel"))
     profile = VULKAN_PROFILES["swiftshader"]
     compiled = compile_kernel(kernel, profile)
-    assert compiled.strategy == "elementwise" and compiled.texel_bindings == (1,)
+    assert compiled.strategy == "elementwise" and compiled.texel_bindings == (0, 1)
+    assert compiled.texel_windows == {0: 3}
     if compiled.requirements.get("subgroup_size", device.info.subgroup_size) != \
             device.info.subgroup_size:
         pytest.skip("compiled for SwiftShader's subgroup size")
+    if not device.info.texel_array_indexing:
+        with pytest.raises(DeviceError, match="needs shaderUniformTexelBufferArrayDynamic"):
+            device.create_executable("vulkan-spirv-fb", pack_executable([compiled], profile))
+        return
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     w = rng.standard_normal(cols).astype(np.float32)
     got = _dispatch(device, compiled, profile, [x, w], np.zeros((rows, cols), np.float32), 0)

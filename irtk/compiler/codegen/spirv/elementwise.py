@@ -23,7 +23,11 @@ written with one 16-byte store: lavapipe and SwiftShader load and store lane by 
 per-instruction cost falls by 4 (docs/codegen_spirv.md).
 
 Read-only inputs are texel buffers on profiles with texel-buffer loads (lavapipe), and on
-profiles with texel windows (SwiftShader) where they fit one view (`fits_one_view`).
+profiles with texel windows (SwiftShader) where they fit one view (`fits_one_view`); larger
+ones that a quad reads as its own 4 consecutive elements (element = iteration + a multiple of
+4) are read through an array of views overlapping by half (`window_bindings`), the one
+holding the workgroup's texels picked once per workgroup: SwiftShader fetches a texel with one
+16-byte load per lane but gathers storage-buffer words lane by lane.
 """
 from __future__ import annotations
 
@@ -31,14 +35,15 @@ import math
 from dataclasses import dataclass
 
 from spirv.tables import (AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode,
-                          ExecutionModel, MemoryModel, Op as SpvOp, SelectionControl,
-                          StorageClass)
+                          ExecutionModel, GLSLstd450, MemoryModel, Op as SpvOp,
+                          SelectionControl, StorageClass)
 
 from irtk.compiler.kernel import Grid, GridAxis, Kernel, Operand
 from irtk.compiler.targets import VulkanProfile
 from irtk.errors import CompileError
 
-from .bindings import fetch, fetch_word, storage_buffer, texel_buffer
+from .bindings import (fetch, fetch_image, fetch_word, storage_buffer, texel_buffer,
+                       texel_window_array, window_image)
 from .emitter import Emitter
 from .interface import fits_one_view
 from .executable import SpirvKernel, validate
@@ -52,6 +57,7 @@ MIN_WORKGROUPS = 32                  # ... while the grid keeps at least this ma
 UNROLL_OP_BUDGET = 1024              # ... and body ops times iterations stays within this
 MAX_ITERATIONS = (1 << 31) - 1       # indices are 32-bit
 BUFFER_ELEMENT_TYPES = ("f32", "i32")
+MAX_TEXEL_VIEWS = 128                # window views of one kernel, all bindings together
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,33 @@ def quad_kinds(kernel: Kernel, profile: VulkanProfile) -> list[str] | None:
     return kinds
 
 
+def window_bindings(kernel: Kernel, profile: VulkanProfile, kinds: list[str] | None,
+                    plan: LaunchPlan) -> dict[int, int]:
+    """binding -> window views, for the inputs read through texel windows (module docstring):
+    on a profile with texel windows, in quads, a read-only 32-bit input too large for one view,
+    the only operand of its binding, whose element is its iteration plus a multiple of 4, so
+    a workgroup reads `per_workgroup` consecutive texels (at most half a window)."""
+    half = profile.texel_window // 2
+    if kinds is None or not half or plan.per_workgroup > half:
+        return {}
+    written = {o.binding for o in kernel.outputs}
+    uses: dict[int, int] = {}
+    for o in kernel.inputs + kernel.outputs:
+        uses[o.binding] = uses.get(o.binding, 0) + 1
+    out: dict[int, int] = {}
+    for i, o in enumerate(kernel.inputs):
+        terms, const = offset_terms(kernel.static_ranges, o)
+        if o.binding in written or uses[o.binding] > 1 or kinds[i] != CONTIGUOUS or \
+                terms != (_Term(1, 0, 1),) or const % 4 or \
+                fits_one_view(kernel, o, profile):
+            continue
+        views = -(-o.byte_size // (16 * half))    # view k holds texels from k * half on
+        if sum(out.values()) + views > MAX_TEXEL_VIEWS:
+            continue
+        out[o.binding] = views
+    return out
+
+
 def accepts(kernel: Kernel) -> bool:
     """Whether this strategy handles the kernel: all loops parallel, static shapes, no params
     or gathers, f32/i32 buffers, and a body of ops on f32/i32/i1 that `scalar_ops` supports."""
@@ -239,12 +272,15 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
     step = 1 if kinds is None else 4      # iterations per unit of work
     plan = plan_launch(kernel.iteration_count // step, step * len(kernel.ops), profile,
                        max_workgroup_count)
-    generator = _Generator(kernel, plan, profile, kinds)
+    generator = _Generator(kernel, plan, profile, kinds,
+                           window_bindings(kernel, profile, kinds, plan))
     code, bindings = generator.build()
     validate(code, profile.vulkan_env, kernel.name)
     needs: dict[str, int | bool] = {"max_workgroup_invocations": plan.workgroup_size}
     if generator.e.uses_float16:
         needs["float16"] = True
+    if generator.windows:
+        needs["texel_array_indexing"] = True
     return SpirvKernel(
         code=code,
         entry_point=kernel.name,
@@ -254,6 +290,8 @@ def compile_kernel(kernel: Kernel, profile: VulkanProfile, *,
         push_constant_count=0,
         requirements=needs,
         texel_bindings=tuple(sorted(generator.texel_bindings)),
+        texel_windows=dict(generator.windows),
+        texel_window=profile.texel_window if generator.windows else 0,
         grid=Grid(GridAxis(tuple(range(len(kernel.loop_ranges))), step * plan.per_workgroup),
                   linear=True),
     )
@@ -263,9 +301,13 @@ class _Generator:
     """Builds the module for one kernel; see the module docstring for the scheme."""
 
     def __init__(self, kernel: Kernel, plan: LaunchPlan, profile: VulkanProfile,
-                 quads: list[str] | None = None) -> None:
+                 quads: list[str] | None = None, windows: dict[int, int] | None = None
+                 ) -> None:
         self.kernel, self.plan, self.profile = kernel, plan, profile
         self.quads = quads            # per operand, its quad kind; None: one iteration a unit
+        self.windows = dict(windows or {})  # binding -> views (`window_bindings`)
+        # binding -> (the workgroup's window image, the window's first texel)
+        self.window_images: dict[int, tuple[int, int]] = {}
         # uvec4 variable of each output binding and contiguous storage input (quads)
         self.quad_views: dict[int, int] = {}
         self.e = Emitter(profile.spirv_version, native_float16=profile.float16)
@@ -304,6 +346,12 @@ class _Generator:
         for i, operand in enumerate(self.operands):
             key = (operand.binding, operand.element_type)
             if key in self.buffers:
+                continue
+            if operand.binding in self.windows:
+                self.buffers[key] = texel_window_array(
+                    e, operand.binding, self.windows[operand.binding],
+                    f"in{i}_w{operand.binding}")
+                self.texel_bindings.add(operand.binding)
                 continue
             if operand.binding not in written and (self.profile.texel_buffer_loads or
                                                    fits_one_view(self.kernel, operand,
@@ -353,8 +401,9 @@ class _Generator:
             row = e.op(SpvOp.CompositeExtract, e.u32, group_ids, 1)
             width = e.op(SpvOp.CompositeExtract, e.u32, self._builtin(BuiltIn.NumWorkgroups), 0)
             group = e.op(SpvOp.IAdd, e.u32, group, e.op(SpvOp.IMul, e.u32, row, width))
-        base = e.op(SpvOp.IAdd, e.u32, local,
-                    e.op(SpvOp.IMul, e.u32, group, e.u32c(plan.per_workgroup)))
+        first_unit = e.op(SpvOp.IMul, e.u32, group, e.u32c(plan.per_workgroup))
+        self._select_windows(first_unit)
+        base = e.op(SpvOp.IAdd, e.u32, local, first_unit)
         for k in range(plan.per_invocation):
             index = base if k == 0 else e.op(SpvOp.IAdd, e.u32, base,
                                              e.u32c(k * plan.workgroup_size))
@@ -371,6 +420,24 @@ class _Generator:
             e.label(merge)
         e.op_void(SpvOp.Return)
 
+
+    def _select_windows(self, first_unit: int) -> None:
+        """Pick each windowed binding's view for this workgroup: the one starting at the
+        multiple of half a window at or below the workgroup's first texel (clamped, so a
+        surplus workgroup of a 2-D grid indexes no view past the array)."""
+        e = self.e
+        shift = (self.profile.texel_window // 2).bit_length() - 1
+        for binding, views in sorted(self.windows.items()):
+            i = next(i for i, o in enumerate(self.kernel.inputs) if o.binding == binding)
+            operand = self.kernel.inputs[i]
+            first = e.op(SpvOp.IAdd, e.u32, first_unit,
+                         e.u32c(offset_terms(self.kernel.static_ranges, operand)[1] // 4))
+            window = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(shift))
+            window = e.glsl(e.u32, GLSLstd450.UMin, window, e.u32c(views - 1))
+            var = self.buffers[(binding, operand.element_type)]
+            self.window_images[binding] = (
+                window_image(e, var, window),
+                e.op(SpvOp.ShiftLeftLogical, e.u32, window, e.u32c(shift)))
 
     def _unit(self, index: int) -> None:
         """The code for unit `index`: one iteration, or the quad of iterations 4 * index + j."""
@@ -483,7 +550,10 @@ class _Quad:
         v4 = b.type_vector(e.u32, 4)
         index = e.op(SpvOp.ShiftRightLogical, e.u32, self.iterations[0].offset(operand_index),
                      e.u32c(2))
-        if operand.binding in gen.texel_bindings:
+        if operand.binding in gen.window_images:
+            image, first = gen.window_images[operand.binding]
+            words = fetch_image(e, image, e.op(SpvOp.ISub, e.u32, index, first))
+        elif operand.binding in gen.texel_bindings:
             words = fetch(e, gen.buffers[(operand.binding, operand.element_type)], index)
         else:
             words = e.op(SpvOp.Load, v4, self._quad_pointer(operand.binding, index))
