@@ -55,6 +55,7 @@ class DeviceContext:
         self.garbage: deque[Resource] = deque()  # fed by finalizers, drained by collect()
         self._resources: dict[int, Resource] = {}
         self._retiring: list[Resource] = []
+        self._swept_at = -1  # the completed serial the last sweep of _retiring saw
 
     @property
     def info(self) -> DeviceInfo:
@@ -62,13 +63,21 @@ class DeviceContext:
 
     # -- the hook of every HAL call -----------------------------------------------------------
     def check(self) -> None:
-        """Entry point of every HAL call: raise validation messages, free finished resources."""
+        """Entry point of every HAL call: raise validation messages, free finished resources.
+
+        A call makes several HAL calls, so this is on the per-call path many times over: it
+        sweeps the retiring resources only when something may have become free since the
+        last sweep (new garbage, or a newer completed serial: one counter read), not on
+        every call."""
         if self.released:
             raise DeviceError(f"device '{self.info.name}' was released")
         if self.log is not None:
             self.log.raise_pending()
-        if self.garbage or self._retiring or self.queue.in_flight:
+        if self.garbage:
             self.collect()
+        elif self._retiring or self.queue.in_flight:
+            if self.queue.poll() != self._swept_at:
+                self.collect()
 
     # -- resource lifetimes -------------------------------------------------------------------
     def adopt(self, resource: Resource) -> None:
@@ -96,6 +105,7 @@ class DeviceContext:
             completed = self.queue.poll()
             while self.garbage:
                 self._retiring.append(self.garbage.popleft())
+            self._swept_at = completed
             if not self._retiring:
                 return
             still = []
