@@ -72,10 +72,11 @@ class Iree:
         return figures["seconds"], figures["resident"]
 
     def figures(self, mlir: str, device: str, shapes: str, reps: int
-                ) -> dict[str, float] | None:
+                ) -> dict[str, float | None] | None:
         """Every figure of one run, in seconds: "seconds" (numpy in, results read back),
         "resident" (arguments on the device), "kept" (results left there too); None without
-        IREE."""
+        IREE. "seconds" and "resident" are None where IREE cannot read the results back
+        (a Vulkan result whose size is not a multiple of 4096 bytes)."""
         if not self.python:
             return None
         with tempfile.TemporaryDirectory() as tmp:
@@ -95,7 +96,9 @@ class Iree:
             return self._fail(f"IREE on {device} failed: {lines[-1] if lines else p.returncode}")
         try:
             figures = json.loads(p.stdout.strip().splitlines()[-1])
-            return {k: float(figures[k]) for k in ("seconds", "resident", "kept")}
+            return {"kept": float(figures["kept"]),
+                    **{k: None if figures[k] is None else float(figures[k])
+                       for k in ("seconds", "resident")}}
         except (IndexError, ValueError, KeyError, TypeError):
             return self._fail(f"IREE on {device} printed no timing: {p.stdout[-200:]!r}")
 
