@@ -45,7 +45,7 @@ from irtk.errors import CompileError
 from .bindings import (fetch, fetch_image, fetch_word, storage_buffer, texel_buffer,
                        texel_window_array, window_image)
 from .emitter import Emitter
-from .interface import fits_one_view
+from .interface import add_windows, fits_one_view
 from .executable import SpirvKernel, validate
 from .op_table import register_op
 from .typed_ops import emit_typed
@@ -57,7 +57,6 @@ MIN_WORKGROUPS = 32                  # ... while the grid keeps at least this ma
 UNROLL_OP_BUDGET = 1024              # ... and body ops times iterations stays within this
 MAX_ITERATIONS = (1 << 31) - 1       # indices are 32-bit
 BUFFER_ELEMENT_TYPES = ("f32", "i32")
-MAX_TEXEL_VIEWS = 128                # window views of one kernel, all bindings together
 
 
 @dataclass(frozen=True)
@@ -191,10 +190,7 @@ def window_bindings(kernel: Kernel, profile: VulkanProfile, kinds: list[str] | N
                 terms != (_Term(1, 0, 1),) or const % 4 or \
                 fits_one_view(kernel, o, profile):
             continue
-        views = -(-o.byte_size // (16 * half))    # view k holds texels from k * half on
-        if sum(out.values()) + views > MAX_TEXEL_VIEWS:
-            continue
-        out[o.binding] = views
+        add_windows(out, o, profile)
     return out
 
 
@@ -430,8 +426,7 @@ class _Generator:
         for binding, views in sorted(self.windows.items()):
             i = next(i for i, o in enumerate(self.kernel.inputs) if o.binding == binding)
             operand = self.kernel.inputs[i]
-            first = e.op(SpvOp.IAdd, e.u32, first_unit,
-                         e.u32c(offset_terms(self.kernel.static_ranges, operand)[1] // 4))
+            first = e.op(SpvOp.IAdd, e.u32, first_unit, e.u32c(self.terms[i][1] // 4))
             window = e.op(SpvOp.ShiftRightLogical, e.u32, first, e.u32c(shift))
             window = e.glsl(e.u32, GLSLstd450.UMin, window, e.u32c(views - 1))
             var = self.buffers[(binding, operand.element_type)]

@@ -53,6 +53,20 @@ def fits_one_view(kernel: Kernel, operand: Operand, profile: VulkanProfile) -> b
         and operand.binding not in written and operand.byte_size <= 16 * profile.texel_window
 
 
+# Texel views one kernel may read through: SwiftShader allows 200 per stage
+# (maxPerStageDescriptorSampledImages), and the runtime checks the device's own limit.
+MAX_TEXEL_VIEWS = 128
+
+
+def add_windows(windows: dict[int, int], operand: Operand, profile: VulkanProfile) -> None:
+    """Read `operand`'s binding through texel windows (`windows`: binding -> views) unless
+    the kernel's views would then exceed MAX_TEXEL_VIEWS: view k holds `texel_window` texels
+    from k * texel_window / 2 on."""
+    views = -(-operand.byte_size // (8 * profile.texel_window))
+    if sum(windows.values()) + views <= MAX_TEXEL_VIEWS:
+        windows[operand.binding] = views
+
+
 class ShaderInterface:
     """Declarations of one compute shader plus helpers that read and write its operands."""
 

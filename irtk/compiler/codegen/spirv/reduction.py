@@ -68,7 +68,7 @@ from irtk.types import SCALAR_TYPES
 from .body import evaluate
 from .executable import SpirvKernel
 from .fallback import LOOP_TRIP_BUDGET, delinearize, emit_if, emit_loop
-from .interface import ShaderInterface, barrier, shared_array, shared_pointer
+from .interface import ShaderInterface, add_windows, barrier, shared_array, shared_pointer
 from .typed_ops import emit_typed
 
 MIN_REDUCTION = 64
@@ -77,9 +77,6 @@ UNROLL = 4
 BLOCK = 16
 MAX_ROWS = 32
 MIN_GROUPS = 32
-# Texel views one kernel may read through: SwiftShader allows 200 per stage
-# (maxPerStageDescriptorSampledImages), and the runtime checks the device's own limit.
-MAX_TEXEL_VIEWS = 128
 FLOAT_OUTPUTS = ("f32", "f16", "bf16")
 INT_OUTPUTS = ("i32", "index")
 
@@ -163,10 +160,7 @@ def texel_windows(kernel: Kernel, profile: VulkanProfile) -> dict[int, int]:
         span = sum(reach) + 1                     # words one point reads, from its first
         if -(-(span + 3) // 4) > half:            # texels, whatever the first word's place
             continue
-        views = -(-o.byte_size // (16 * half))    # view k holds texels from k * half on
-        if sum(out.values()) + views > MAX_TEXEL_VIEWS:
-            continue
-        out[o.binding] = views
+        add_windows(out, o, profile)
     return out
 
 
