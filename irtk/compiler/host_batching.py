@@ -5,8 +5,8 @@ in only before a command that touches a storage an earlier command of the segmen
 writes one it read). The segment is submitted when its block ends, waiting on the fence of the
 submission before it (the fence chain), so the device keeps program order across blocks while
 the host moves on; the host waits only when it needs data (`sync`). A segment of static
-dispatches only is recorded once by `__init` and re-submitted with a binding table (the
-buffers of this call); any other is recorded into a new command buffer per call.
+dispatches and fills only is recorded once by `__init` and re-submitted with a binding table
+(the buffers of this call); any other is recorded into a new command buffer per call.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class Command:
     ordinal: int = -1
     bindings: list[tuple[int, Reg, int]] = field(default_factory=list)  # (binding, buffer, bytes)
     reusable: bool = False
+    pattern: tuple[int, int] = (0, 0)            # a fill's (pattern, pattern length)
 
 
 class CommandBatching(HostFunction):
@@ -146,7 +147,11 @@ class CommandBatching(HostFunction):
                 if buf not in slots:
                     slots.append(buf)
                 bindings.append((binding, slots.index(buf), length))
-            recording.append(("dispatch", c.ordinal, bindings))
+            if c.kind == "fill":
+                (_, slot, length), = bindings
+                recording.append(("fill", slot, length, *c.pattern))
+            else:
+                recording.append(("dispatch", c.ordinal, bindings))
         cmd = self.new("ref")
         self.b.emit("global.load.ref", cmd, self.m.record_segment(recording, len(slots)))
         table: list[Reg] = []

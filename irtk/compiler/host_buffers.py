@@ -90,13 +90,18 @@ class BufferLowering(CommandBatching):
         return buf
 
     def fill(self, tv: TensorVal, pattern: int, pattern_length: int) -> None:
-        """Fill `tv`'s buffer with `pattern` on the device, in the open segment."""
+        """Fill `tv`'s buffer with `pattern` on the device, in the open segment; reusable
+        (recorded once by __init, the buffer a binding-table slot) when its size is static."""
         buf = self.buffer_of(tv)
         length = self.byte_length(tv)
+        n = self.element_count(tv)
+        size = storage_bytes(tv.type.element_type, n) if isinstance(n, int) else -1
+        zero64 = self.const("i64", 0)
         self.record(Command("fill", [
-            buf, self.const("i64", 0), length,
-            self.const("i32", pattern if pattern < 2**31 else pattern - 2**32),
-            self.const("i32", pattern_length)]), set(), {tv.storage})
+            buf, zero64, length, self.const("i32", 0), self.const("i64", pattern),
+            self.const("i32", pattern_length), zero64],
+            bindings=[(0, buf, size)] if size >= 0 else [], reusable=size >= 0,
+            pattern=(pattern, pattern_length)), set(), {tv.storage})
 
     def buffer_of(self, tv: TensorVal) -> Reg:
         """The buffer of `tv`, materializing an empty tensor as zeros."""

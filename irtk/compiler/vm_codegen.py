@@ -150,8 +150,8 @@ class ModuleGen:
         return self.functions[name][0]
 
     def record_segment(self, commands: list[tuple], slots: int) -> int:
-        """The global holding a command buffer that __init records once: barriers and static
-        dispatches whose buffers come from binding-table slots."""
+        """The global holding a command buffer that __init records once: barriers, static
+        dispatches and fills whose buffers come from binding-table slots."""
         for global_, recorded, n in self.segments:
             if recorded == commands and n == slots:
                 return global_
@@ -171,6 +171,14 @@ class ModuleGen:
             for c in commands:
                 if c[0] == "barrier":
                     fg.call("hal.command_buffer.execution_barrier", [cmd, zero, zero, zero], [])
+                    continue
+                if c[0] == "fill":   # a null target names its binding-table slot
+                    _, slot, length, pattern, pattern_length = c
+                    zero64 = fg.const("i64", 0)
+                    fg.call("hal.command_buffer.fill_buffer",
+                            [cmd, null, zero64, fg.const("i64", length), fg.const("i32", slot),
+                             fg.const("i64", pattern), fg.const("i32", pattern_length), zero64],
+                            [])
                     continue
                 _, ordinal, bindings = c
                 grid = []

@@ -114,7 +114,7 @@ class HalModule(NativeModule):
         F("command_buffer.create", "0riii_r"),
         F("command_buffer.dispatch", "0rriiiiICiDCirIID_v"),
         F("command_buffer.execution_barrier", "0riii_v"),
-        F("command_buffer.fill_buffer", "0rrIIii_v"),
+        F("command_buffer.fill_buffer", "0rrIIiIiI_v"),
         F("command_buffer.finalize", "0r_v"),
         F("command_buffer.update_buffer", "0rrIrII_v"),
         F("device.allocator", "0r_r"),
@@ -377,15 +377,21 @@ class HalModule(NativeModule):
                "command buffer").execution_barrier()
 
     def command_buffer_fill_buffer(self, cmd: Any, target: Any, offset: int, length: int,
-                                   pattern: int, pattern_length: int) -> None:
+                                   target_slot: int, pattern: int, pattern_length: int,
+                                   flags: int) -> None:
+        """IREE's form: a null target means binding-table slot `target_slot` (a command buffer
+        recorded once and submitted with each call's buffers)."""
         fn = "command_buffer.fill_buffer"
         c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
-        buf = _check(target, hal_types.BUFFER, fn, "target")
         if pattern_length not in (1, 2, 4):
             raise RuntimeFailure(f"hal.{fn}: pattern length must be 1, 2 or 4, "
                                  f"got {pattern_length}")
         data = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
-        c.fill_buffer(hal.BindingRef(buf, offset, length), data)
+        if target is None:
+            c.fill_buffer(hal.BindingRef(None, offset, length, target_slot), data)
+        else:
+            buf = _check(target, hal_types.BUFFER, fn, "target")
+            c.fill_buffer(hal.BindingRef(buf, offset, length), data)
 
     def command_buffer_copy_buffer(self, cmd: Any, source: Any, source_offset: int,
                                    target: Any, target_offset: int, length: int) -> None:

@@ -19,6 +19,7 @@ from irtk.compiler.module_context import ModuleContext
 from irtk.compiler.vm_codegen import ModuleGen
 from irtk.vm.disassembler import disassemble_module
 from tests.compiler.tir_build import S, T, function, program
+from tests.conftest import all_device_uris, target_for
 from tests.e2e import host_programs as P
 
 
@@ -93,13 +94,32 @@ def test_small_filled_outputs_start_from_rodata_so_their_segment_stays_recorded(
                                    rtol=1e-6)
 
 
-def test_segments_with_large_fills_or_params_are_recorded_per_call():
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_large_static_fills_are_recorded_once_with_their_target_a_slot(uri):
     rows = HOST_FILL_BYTES // 4 + 1  # an f32 output just over the rodata limit
-    for make in (lambda: P.reduction_program(rows, 2), P.dynamic_program):
-        main = function_text(compile_program(make(), target="cpu"), "main")
-        assert calls(main, "hal.command_buffer.dispatch") >= 1
-        assert calls(main, "hal.device.queue.execute") == 1
-        assert calls(main, "hal.device.queue.execute.indirect") == 0
+    data = compile_program(P.reduction_program(rows, 2), target=target_for(uri))
+    init, main = function_text(data, "__init"), function_text(data, "main")
+    assert calls(init, "hal.command_buffer.fill_buffer") == 1
+    assert calls(main, "hal.command_buffer.fill_buffer") == 0
+    assert calls(main, "hal.command_buffer.dispatch") == 0
+    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    m = irtk.load(data, device=uri)
+    rng = np.random.default_rng()
+    for _ in range(3):  # each call's sums start from the fill, not the last call's sums
+        x = rng.standard_normal((rows, 2)).astype(np.float32)
+        biased, colmax = m.main(x)
+        np.testing.assert_allclose(
+            biased, x.astype(np.float64).sum(axis=1) + np.linspace(-1, 1, rows), rtol=1e-5,
+            atol=1e-5)
+        np.testing.assert_allclose(colmax, np.exp(x.astype(np.float64)).max(axis=0),
+                                   rtol=1e-6)
+
+
+def test_segments_with_dynamic_extents_are_recorded_per_call():
+    main = function_text(compile_program(P.dynamic_program(), target="cpu"), "main")
+    assert calls(main, "hal.command_buffer.dispatch") >= 1
+    assert calls(main, "hal.device.queue.execute") == 1
+    assert calls(main, "hal.device.queue.execute.indirect") == 0
 
 
 def test_a_host_read_submits_and_waits_first():

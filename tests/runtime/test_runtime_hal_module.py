@@ -61,10 +61,10 @@ def fill_program(count: int = 4, pattern: int = 0x3F800000) -> bytes:
     p.call(b, "command_buffer.create", [ref(0), i32(1), i32(1),
                                         i32(0)], [ref(3)])
     b.emit("const.i64", i64(1), 0)
-    b.emit("const.i32", i32(2), pattern)
+    b.emit("const.i64", i64(3), pattern)
     b.emit("const.i32", i32(3), 4)
     p.call(b, "command_buffer.fill_buffer", [ref(3), ref(2), i64(1),
-                                             i64(0), i32(2), i32(3)], [])
+                                             i64(0), i32(0), i64(3), i32(3), i64(1)], [])
     p.call(b, "command_buffer.execution_barrier", [ref(3), i32(0), i32(0),
                                                    i32(0)], [])
     p.call(b, "command_buffer.finalize", [ref(3)], [])
@@ -308,7 +308,7 @@ def test_hal_signatures_are_the_contract():
         "buffer_view.create": "0rIIiiCID_r", "buffer_view.assert": "0rriiCID_v",
         "buffer_view.buffer": "0r_r", "command_buffer.create": "0riii_r",
         "command_buffer.finalize": "0r_v", "command_buffer.execution_barrier": "0riii_v",
-        "command_buffer.fill_buffer": "0rrIIii_v", "command_buffer.copy_buffer": "0rrIrII_v",
+        "command_buffer.fill_buffer": "0rrIIiIiI_v", "command_buffer.copy_buffer": "0rrIrII_v",
         "command_buffer.dispatch": "0rriiiiICiDCirIID_v", "fence.create": "0ri_r",
         "fence.await": "0iCrD_i", "device.queue.execute": "0rIrrCrD_v",
         "device.queue.alloca": "0rIrriiiI_r", "device.queue.dealloca": "0rIrrr_v",

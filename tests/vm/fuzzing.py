@@ -148,7 +148,7 @@ import @hal.allocator.allocate "0riiI_r"
 import @hal.buffer_view.create "0rIIiiCID_r"
 import @hal.buffer_view.assert "0rriiCID_v"
 import @hal.command_buffer.create "0riii_r"
-import @hal.command_buffer.fill_buffer "0rrIIii_v"
+import @hal.command_buffer.fill_buffer "0rrIIiIiI_v"
 import @hal.command_buffer.dispatch "0rriiiiICiDCirIID_v"
 import @hal.command_buffer.finalize "0r_v"
 import @hal.executable.create "0rrrr_r"
@@ -186,9 +186,10 @@ func @main "0r_r" {
     ref:4 = call.import @hal.allocator.allocate(ref:3, i32:2, i32:2, i64:1)
     ref:5 = call.import @hal.command_buffer.create(ref:2, i32:1, i32:1, i32:2)
     i64:2 = const.i64 0
+    i64:4 = const.i64 1065353216
     i32:3 = const.i32 1065353216
     i32:4 = const.i32 4
-    call.import @hal.command_buffer.fill_buffer(ref:5, ref:4, i64:2, i64:1, i32:3, i32:4)
+    call.import @hal.command_buffer.fill_buffer(ref:5, ref:4, i64:2, i64:1, i32:2, i64:4, i32:4, i64:2)
     ref:6 = global.load.ref global.ref[1]
     call.import.variadic @hal.command_buffer.dispatch [1, 1](ref:5, ref:6, i32:2, i32:1, i32:1, i32:1, i64:2, i32:4, i32:2, ref:4, i64:2, i64:1)
     call.import @hal.command_buffer.finalize(ref:5)
