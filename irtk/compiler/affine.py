@@ -6,6 +6,7 @@ points to the old one's, over `kernel.AffineMap` (MLIR's `AffineMap::compose` an
 """
 from __future__ import annotations
 
+from irtk.compiler import tir
 from irtk.compiler.kernel import AffineMap
 
 
@@ -42,3 +43,38 @@ def scatter_inverse(out_map: AffineMap, parallel: tuple[int, ...]) -> AffineMap 
     if used is None or sorted(used) != sorted(parallel):
         return None
     return out_map
+
+
+def reshape_map(op: tir.Op) -> AffineMap | None:
+    """For a static `reshape` op: the map from its result's index to its source's (row-major
+    buffers, so a reshape keeps every element's offset). Linear for an expand (a source index
+    is a sum of result indices times their strides in the group) and for a collapse whose
+    groups have at most one dim above 1 (that dim is the result index, the others 0); None for
+    any other collapse (it needs div and mod) or a dynamic shape."""
+    src, res = op.operands[0].tensor_type, op.result.tensor_type
+    if not src.is_static or not res.is_static:
+        return None
+    groups: list[list[int]] = op.attrs["reassociation"]
+    n = len(res.shape)
+    rows: list[list[int]] = []
+    if len(res.shape) >= len(src.shape):      # expand: groups of result dims
+        for group in groups:
+            row = [0] * (n + 1)
+            stride = 1
+            for j in reversed(group):
+                row[j] = stride
+                stride *= int(res.shape[j])   # type: ignore[arg-type]
+            rows.append(row)
+    else:                                      # collapse: groups of source dims
+        for k, group in enumerate(groups):
+            big = [j for j in group if src.shape[j] != 1]
+            if len(big) > 1:
+                return None
+            for j in group:
+                row = [0] * (n + 1)
+                if j in big:
+                    row[k] = 1
+                rows.append(row)
+    if len(rows) != len(src.shape):
+        return None
+    return AffineMap(n, tuple(tuple(r) for r in rows))

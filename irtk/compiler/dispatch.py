@@ -3,7 +3,10 @@
 Every generic starts as a cluster (cluster.py: a loop nest with symbolic body nodes). Clusters
 then fuse, within one region and never through a `barrier`:
 - producer fusion (fusion.py): an elementwise generic whose only user is another generic is
-  inlined into that generic's body, its maps composed with the consumer's (affine.py);
+  inlined into that generic's body (one of at most two ops read only by generics, into each
+  of them), its maps composed with the consumer's (affine.py), also
+  through static reshapes between them whose index map is linear (an expand, a collapse of
+  unit dims: `affine.reshape_map`);
 - consumer fusion (fusion.py): an elementwise generic reading a result of an earlier cluster (a
   reduction, a matmul, an elementwise op) becomes an extra output of that cluster; under the
   kernel contract the last write of a parallel point wins, so the fused value is computed from
@@ -29,7 +32,8 @@ from __future__ import annotations
 from irtk.compiler import tir
 from irtk.compiler.cluster import Cluster, from_generic, movable
 from irtk.compiler.constants import fuse_fills, inline_constants
-from irtk.compiler.fusion import fuse_into_producer, fuse_producers
+from irtk.compiler.affine import compose, reshape_map
+from irtk.compiler.fusion import producer_inverse, fuse_into_producer, fuse_producers
 from irtk.compiler.materialize import KernelNames, materialize
 from irtk.errors import CompileError
 
@@ -57,9 +61,16 @@ class _FunctionFormer:
         self.names = names
         self.uses: dict[int, int] = {}       # value id -> how many ops use it
         self.defs: dict[int, tir.Op] = {}    # value id -> the op that defines it
+        self.dead: set[int] = set()          # ids of reshapes fusion read through
+        # value id -> how many generics read it as an input (recomputing a producer in each
+        # of its users pays only when every use is such a read: fusion.fuse_producers)
+        self.generic_uses: dict[int, int] = {}
         for op in tir.walk(function.body):
             for v in op.operands:
                 self.uses[v.id] = self.uses.get(v.id, 0) + 1
+            if op.kind == "generic":
+                for v in op.operands[:op.attrs["num_inputs"]]:
+                    self.generic_uses[v.id] = self.generic_uses.get(v.id, 0) + 1
             for v in op.results:
                 self.defs[v.id] = op
 
@@ -79,7 +90,8 @@ class _FunctionFormer:
                 continue
             c = from_generic(op)
             order.append(c)
-            fuse_producers(c, producer_of, order, self.uses)
+            self.look_through_reshapes(c, producer_of, region)
+            fuse_producers(c, producer_of, order, self.uses, self.generic_uses)
             for o in c.outputs:
                 producer_of[o.result.id] = c
         position = {id(op): i for i, op in enumerate(region.ops)}
@@ -89,6 +101,45 @@ class _FunctionFormer:
         inline_constants(order, self.defs)
         return order
 
+    def look_through_reshapes(self, c: Cluster, producer_of: dict[int, Cluster],
+                              region: tir.Region) -> None:
+        """Read through static reshapes of an elementwise producer's result: `c` reads the
+        source itself through its map composed with the reshape's (linear: an expand, or a
+        collapse of unit dims), so the producer can fuse into it. Only where `c` is the chain's
+        only user; the reshapes, then unused, leave the region (`dead`, dropped by `place`)."""
+        for inp in c.inputs:
+            if inp.map is None:
+                continue
+            reads = [i for i in c.inputs if i.value is inp.value]
+            if any(i.map is None for i in reads) or self.uses.get(inp.value.id, 0) != len(reads):
+                continue
+            value, index_map = inp.value, None
+            chain: list[tir.Op] = []
+            while value.id not in producer_of:
+                op = self.defs.get(value.id)
+                if op is None or op.kind != "reshape" or id(op) in self.dead or \
+                        not any(o is op for o in region.ops) or \
+                        (chain and self.uses.get(value.id, 0) != 1):
+                    break
+                step = reshape_map(op)
+                if step is None:
+                    break
+                index_map = step if index_map is None else compose(step, index_map)
+                chain.append(op)
+                value = op.operands[0]
+            if not chain or value.id not in producer_of or \
+                    producer_inverse(producer_of[value.id]) is None:
+                continue
+            assert index_map is not None, "a chain of reshapes has a map"
+            for i in reads:
+                assert i.map is not None
+                i.map = compose(index_map, i.map)
+                i.value = value
+            for op in chain:
+                self.dead.add(id(op))
+                self.uses[op.result.id] = 0
+            self.uses[value.id] = self.uses.get(value.id, 0) - 1 + len(reads)
+
     def place(self, region: tir.Region, order: list[Cluster]) -> list[tir.Op]:
         """The region's ops with each cluster's generic replaced by its dispatch and the
         generics fused away dropped."""
@@ -97,7 +148,7 @@ class _FunctionFormer:
         placed: set[int] = set()
         local = {v.id: op for op in region.ops for v in op.results}
         for op in region.ops:
-            if id(op) in placed:
+            if id(op) in placed or id(op) in self.dead:
                 continue
             if op.kind != "generic":
                 new_ops.append(op)

@@ -3,7 +3,8 @@
 - Producer fusion: an all-parallel generic whose only user is another generic is inlined into
   that generic's body, its maps composed with the consumer's (a permutation output map is
   inverted; `linalg.index` of the producer becomes an expression of the consumer's loops).
-  Into a reduction only a cheap producer fuses, since a reduction re-reads its inputs.
+  Into a reduction only a cheap producer fuses, since a reduction re-reads its inputs. A cheap
+  producer that only generics read is recomputed in each of them (`cheap_to_recompute`).
 - Consumer fusion: an all-parallel generic reading one result of an earlier cluster (a
   reduction, a matmul, an elementwise op) through a permutation becomes an extra output of that
   cluster. Under the kernel contract the last write of a parallel point wins, so the fused
@@ -36,26 +37,46 @@ def body_ops(c: Cluster) -> int:
 
 # -- producer fusion ---------------------------------------------------------------------------
 
+def cheap_to_recompute(p: Cluster) -> bool:
+    """At most MAX_OPS_INTO_REDUCTION body ops, none of them a math function. Recomputing
+    softmax's exp(x - max) in the sum and the division instead of storing it cost more than
+    the pass it saved (SwiftShader, 256x1024: the exp pass 1.34 ms and the two consumers
+    0.82, against 3.3 for the two consumers each computing the exponentials)."""
+    ops = [n.name for n in p.nodes() if n.name not in ("input", "output")]
+    return len(ops) <= MAX_OPS_INTO_REDUCTION and not any(o.startswith("math.") for o in ops)
+
+
 def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Cluster],
-                   uses: dict[int, int]) -> None:
-    """Inline into `c` every producer cluster it alone reads, until none is left."""
+                   uses: dict[int, int], generic_uses: dict[int, int] | None = None) -> None:
+    """Inline into `c` every producer cluster it alone reads, until none is left; and a
+    producer that other generics read too (all its users are generics: `generic_uses`) when
+    it is `cheap_to_recompute`, recomputed in each of them: layer norm's x - mean feeds both
+    the variance and the normalization, and recomputing it drops its pass (a write and two
+    reads of the whole tensor). The producer's dispatch goes once no op reads its result any
+    more (`uses` counts down as consumers inline it)."""
     size = body_ops(c)
     changed = True
     while changed:
         changed = False
         for inp in list(c.inputs):
             p = producer_of.get(inp.value.id)
-            if p is None or p is c or inp.map is None:
+            if p is None or p is c or inp.map is None or p not in order:
                 continue
             reads = sum(1 for i in c.inputs if i.value is inp.value)
-            if uses.get(inp.value.id, 0) != reads:
+            users = uses.get(inp.value.id, 0)
+            shared = users > reads
+            if shared and (generic_uses is None or
+                           generic_uses.get(inp.value.id, 0) != users or
+                           not cheap_to_recompute(p) or len(p.outputs) != 1):
+                continue
+            if users < reads:
                 continue
             # Every read of the value goes through a map (none is a gather).
             targets = [(i, i.map) for i in c.inputs
                        if i.value is inp.value and i.map is not None]
             if len(targets) != reads:
                 continue
-            inverse = _producer_inverse(p)
+            inverse = producer_inverse(p)
             if inverse is None:
                 continue
             p_size = body_ops(p)
@@ -68,12 +89,18 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
             for target, target_map in targets:
                 _inline_producer(c, target, compose(inverse, target_map), p)
             size += p_size * len(targets)
-            order.remove(p)
+            uses[inp.value.id] = users - reads
+            if generic_uses is not None and inp.value.id in generic_uses:
+                generic_uses[inp.value.id] -= reads
+            for pin in p.inputs:   # c reads p's inputs now, as p itself does while it stays
+                uses[pin.value.id] = uses.get(pin.value.id, 0) + (reads if shared else 0)
+            if not shared:
+                order.remove(p)
             changed = True
             break
 
 
-def _producer_inverse(p: Cluster) -> AffineMap | None:
+def producer_inverse(p: Cluster) -> AffineMap | None:
     """For a producer that may fuse into its consumer: the map from its output's index space
     to its loop points (its output map is a permutation); None for any other cluster."""
     if not p.is_elementwise or len(p.outputs) != 1 or p.reads_init(0) or p.consumers_fused:
@@ -85,7 +112,7 @@ def _keeps_dynamic_extents(c: Cluster, value: tir.Value, p: Cluster, inverse: Af
                            targets: list[tuple[Input, AffineMap]]) -> bool:
     """Whether every dynamic loop of `c` keeps an operand dim that gives its extent once
     the reads of `value` (`targets`) are replaced by `p`'s inputs (`inverse`: p's
-    `_producer_inverse`)."""
+    `producer_inverse`)."""
     dynamic = {j for j, r in enumerate(c.static_ranges) if r is None}
     if not dynamic:
         return True

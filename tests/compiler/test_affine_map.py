@@ -2,9 +2,10 @@
 fusion uses (affine.py)."""
 from __future__ import annotations
 
-from irtk.compiler.affine import compose, permutation_inverse, scatter_inverse
+from irtk.compiler import tir
+from irtk.compiler.affine import compose, permutation_inverse, reshape_map, scatter_inverse
 from irtk.compiler.kernel import AffineMap
-from tests.compiler.tir_build import amap, identity, projection
+from tests.compiler.tir_build import T, amap, identity, projection
 
 
 def test_row_loop_names_the_loop_a_bare_row_indexes():
@@ -53,3 +54,25 @@ def test_scatter_inverse_accepts_permutations_of_the_parallel_loops_only():
     assert scatter_inverse(out, (0, 2)) == out
     assert scatter_inverse(out, (0, 1)) is None
     assert scatter_inverse(amap(3, (0, 0, 1, 0), (0, 0, 0, 0)), (0, 2)) is None  # a broadcast
+
+
+def _reshape(src: tuple, res: tuple, groups: list) -> tir.Op:
+    return tir.Op("reshape", [tir.Value(T(*src))], [tir.Value(T(*res))],
+                  {"reassociation": groups})
+
+
+def test_reshape_map_of_an_expand_is_the_row_major_offset_within_each_group():
+    m = reshape_map(_reshape((8, 96), (1, 8, 1, 3, 32), [[0, 1], [2, 3, 4]]))
+    assert m == AffineMap(5, ((8, 1, 0, 0, 0, 0), (0, 0, 96, 32, 1, 0)))
+
+
+def test_reshape_map_of_a_collapse_of_unit_dims_picks_the_dim_above_one():
+    m = reshape_map(_reshape((8, 1, 32), (8, 32), [[0], [1, 2]]))
+    assert m == AffineMap(2, ((1, 0, 0), (0, 0, 0), (0, 1, 0)))
+    m = reshape_map(_reshape((1, 1), (1,), [[0, 1]]))
+    assert m == AffineMap(1, ((0, 0), (0, 0)))
+
+
+def test_reshape_map_is_none_where_it_needs_div_and_mod_or_a_dim_is_dynamic():
+    assert reshape_map(_reshape((2, 3), (6,), [[0, 1]])) is None
+    assert reshape_map(_reshape((None, 3), (None, 3, 1), [[0], [1, 2]])) is None

@@ -3,12 +3,16 @@ stops fusion (barriers, unfoldable constants, region boundaries)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+import irtk
 from irtk.compiler import tir
+from irtk.compiler.driver import compile_program
 from irtk.compiler.constants import fill_pattern
 from irtk.compiler.dispatch import form_dispatches
 from irtk.compiler.kernel import AffineMap, Op
 from tests.compiler.tir_build import S, T, amap, function, identity, program, projection, region
+from tests.conftest import all_device_uris, target_for
 from tests.e2e import host_programs as P
 
 
@@ -200,3 +204,112 @@ def test_loop_extents_survive_fusing_away_the_operand_that_gave_them():
     k = d.attrs["kernel"]
     assert k.loop_ranges == (3, 3)
     assert [i.map.rows for i in k.inputs] == [((2, 0, 1), (0, 3, 2))]
+
+
+def reshape(b, v, shape, groups):
+    return b.op("reshape", [v], [T(*shape)], {"reassociation": groups}).result
+
+
+def reshape_chains():
+    """Three functions with an elementwise producer behind reshapes: through a unit-dim
+    collapse into a matmul, through an expand into an add, and through a collapse of two
+    non-unit dims (div and mod: not linear, so no fusion)."""
+    def into_matmul(b, x, w):
+        t = b.generic([x], [b.empty(T(4, 1, 3))], [amap(3, (0, 1, 0, 0), (1, 0, 0, 0),
+                                                         (0, 0, 1, 0)), identity(3)],
+                      [], [0])[0]                     # t[i, 0, k] = x[0, i, k]
+        a = reshape(b, t, (4, 3), [[0], [1, 2]])
+        return b.matmul(a, w, b.fill(0.0, b.empty(T(4, 5))))
+
+    def through_expand(b, x, y):
+        e = b.elementwise([x], b.empty(T(6)), [exp_op()])
+        r = reshape(b, e, (2, 3), [[0, 1]])
+        return b.elementwise([r, y], b.empty(T(2, 3)), [Op("arith.addf", (0, 1), "f32")])
+
+    def through_collapse(b, x, y):
+        e = b.elementwise([x], b.empty(T(2, 3)), [exp_op()])
+        r = reshape(b, e, (6,), [[0, 1]])
+        return b.elementwise([r, y], b.empty(T(6)), [Op("arith.addf", (0, 1), "f32")])
+    return program(function("into_matmul", [T(1, 4, 3), T(3, 5)], into_matmul),
+                   function("through_expand", [T(6), T(2, 3)], through_expand),
+                   function("through_collapse", [T(2, 3), T(6)], through_collapse))
+
+
+def test_producers_fuse_through_linear_reshapes():
+    p = reshape_chains()
+    form_dispatches(p)
+    into_matmul, through_expand, through_collapse = p.functions
+    (d,) = dispatches(into_matmul)
+    assert not [op for op in into_matmul.body.ops if op.kind == "reshape"]
+    k = d.attrs["kernel"]
+    assert k.loop_ranges == (4, 5, 3)
+    # x[0, i, k] read straight from the argument: the transpose and the collapse composed.
+    (i,) = [n for n, v in enumerate(d.operands[:len(k.inputs)]) if v is into_matmul.args[0]]
+    assert k.inputs[i].map.rows == ((0, 0, 0, 0), (1, 0, 0, 0), (0, 0, 1, 0))
+    (d,) = dispatches(through_expand)
+    assert d.operands[:2] == [through_expand.args[1], through_expand.args[0]]
+    assert d.attrs["kernel"].inputs[1].map.rows == ((3, 1, 0),)   # x[3 i + j]
+    assert len(dispatches(through_collapse)) == 2
+    assert [op.kind for op in through_collapse.body.ops].count("reshape") == 1
+
+
+def test_a_reshape_with_another_user_stays():
+    def build(b, x, y):
+        e = b.elementwise([x], b.empty(T(6)), [exp_op()])
+        r = reshape(b, e, (2, 3), [[0, 1]])
+        s = b.elementwise([r, y], b.empty(T(2, 3)), [Op("arith.addf", (0, 1), "f32")])
+        return [s, r]
+    (f,) = formed(function("main", [T(6), T(2, 3)], build)).functions
+    assert len(dispatches(f)) == 2
+    assert [op.kind for op in f.body.ops].count("reshape") == 1
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_fusion_through_reshapes_computes_what_numpy_does(uri):
+    m = irtk.load(compile_program(reshape_chains(), target=target_for(uri)), device=uri)
+    rng = np.random.default_rng()
+    x, w = rng.standard_normal((1, 4, 3)), rng.standard_normal((3, 5))
+    got = m.into_matmul(x.astype(np.float32), w.astype(np.float32))
+    np.testing.assert_allclose(got, x[0] @ w, rtol=1e-5, atol=1e-5)
+    x6, y = rng.standard_normal(6), rng.standard_normal((2, 3))
+    got = m.through_expand(x6.astype(np.float32), y.astype(np.float32))
+    np.testing.assert_allclose(got, np.exp(x6).reshape(2, 3) + y, rtol=1e-5, atol=1e-6)
+    got = m.through_collapse(y.astype(np.float32), x6.astype(np.float32))
+    np.testing.assert_allclose(got, np.exp(y).reshape(6) + x6, rtol=1e-5, atol=1e-6)
+
+
+def normalized_square(returns_square: bool = False, math: bool = False) -> tir.Program:
+    """e = x * x; e / rowsum(e) (and e itself too); with `math` e = exp(x) instead."""
+    def build(b, x):
+        e = b.elementwise([x], b.empty(T(4, 6)),
+                          [exp_op() if math else Op("arith.mulf", (0, 0), "f32")])
+        s = b.row_sum(e, b.fill(0.0, b.empty(T(4))))
+        q = b.generic([e, s], [b.empty(T(4, 6))], [identity(2), projection(2, (0,)), identity(2)],
+                      [Op("arith.divf", (0, 1), "f32")], [3])[0]
+        return [q, e] if returns_square else q
+    return program(function("main", [T(4, 6)], build))
+
+
+def test_a_cheap_producer_that_only_generics_read_is_recomputed_in_each():
+    (f,) = formed(*normalized_square().functions).functions
+    ds = dispatches(f)
+    assert [d.attrs["kernel"].iterator_types for d in ds] == [("parallel", "reduction"),
+                                                              ("parallel", "parallel")]
+    assert all(any(v is f.args[0] for v in d.operands) for d in ds)   # both read x itself
+    assert all("arith.mulf" in [op.name for op in d.attrs["kernel"].ops] for d in ds)
+
+
+def test_a_producer_with_a_use_outside_generics_or_a_math_op_is_not_recomputed():
+    (f,) = formed(*normalized_square(returns_square=True).functions).functions
+    assert len(dispatches(f)) == 3
+    (f,) = formed(*normalized_square(math=True).functions).functions
+    assert len(dispatches(f)) == 3
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_a_recomputed_producer_computes_what_numpy_does(uri):
+    m = irtk.load(compile_program(normalized_square(), target=target_for(uri)), device=uri)
+    x = np.random.default_rng().standard_normal((4, 6))
+    e = x * x
+    np.testing.assert_allclose(m.main(x.astype(np.float32)), e / e.sum(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
