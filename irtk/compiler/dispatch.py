@@ -85,12 +85,13 @@ class _FunctionFormer:
         """The region's generics as clusters, fused; in program order."""
         producer_of: dict[int, Cluster] = {}    # result value id -> cluster
         order: list[Cluster] = []
+        local = {id(op) for op in region.ops}
         for op in region.ops:
             if op.kind != "generic":
                 continue
             c = from_generic(op)
             order.append(c)
-            self.look_through_reshapes(c, producer_of, region)
+            self.look_through_reshapes(c, producer_of, local)
             fuse_producers(c, producer_of, order, self.uses, self.generic_uses)
             for o in c.outputs:
                 producer_of[o.result.id] = c
@@ -102,11 +103,12 @@ class _FunctionFormer:
         return order
 
     def look_through_reshapes(self, c: Cluster, producer_of: dict[int, Cluster],
-                              region: tir.Region) -> None:
+                              local: set[int]) -> None:
         """Read through static reshapes of an elementwise producer's result: `c` reads the
         source itself through its map composed with the reshape's (linear: an expand, or a
         collapse of unit dims), so the producer can fuse into it. Only where `c` is the chain's
-        only user; the reshapes, then unused, leave the region (`dead`, dropped by `place`)."""
+        only user; the reshapes (of this region: `local`, its op ids), then unused, leave the
+        region (`dead`, dropped by `place`)."""
         for inp in c.inputs:
             if inp.map is None:
                 continue
@@ -118,8 +120,7 @@ class _FunctionFormer:
             while value.id not in producer_of:
                 op = self.defs.get(value.id)
                 if op is None or op.kind != "reshape" or id(op) in self.dead or \
-                        not any(o is op for o in region.ops) or \
-                        (chain and self.uses.get(value.id, 0) != 1):
+                        id(op) not in local or (chain and self.uses.get(value.id, 0) != 1):
                     break
                 step = reshape_map(op)
                 if step is None:

@@ -67,7 +67,7 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
             shared = users > reads
             if shared and (generic_uses is None or
                            generic_uses.get(inp.value.id, 0) != users or
-                           not cheap_to_recompute(p) or len(p.outputs) != 1):
+                           not cheap_to_recompute(p)):
                 continue
             if users < reads:
                 continue
@@ -92,9 +92,10 @@ def fuse_producers(c: Cluster, producer_of: dict[int, Cluster], order: list[Clus
             uses[inp.value.id] = users - reads
             if generic_uses is not None and inp.value.id in generic_uses:
                 generic_uses[inp.value.id] -= reads
-            for pin in p.inputs:   # c reads p's inputs now, as p itself does while it stays
-                uses[pin.value.id] = uses.get(pin.value.id, 0) + (reads if shared else 0)
-            if not shared:
+            if shared:   # c reads p's inputs now, as p itself does while it stays
+                for pin in p.inputs:
+                    uses[pin.value.id] = uses.get(pin.value.id, 0) + reads
+            else:
                 order.remove(p)
             changed = True
             break

@@ -50,11 +50,17 @@ class BufferLowering(CommandBatching):
             acc = r
         return acc
 
+    def static_byte_length(self, tv: TensorVal) -> int | None:
+        """`tv`'s byte size when its shape is static, else None."""
+        n = self.element_count(tv)
+        return storage_bytes(tv.type.element_type, n) if isinstance(n, int) else None
+
     def byte_length(self, tv: TensorVal) -> Reg:
+        static = self.static_byte_length(tv)
+        if static is not None:
+            return self.const("i64", static)
         n = self.element_count(tv)
         bits = SCALAR_TYPES[tv.type.element_type].storage_bits
-        if isinstance(n, int):
-            return self.const("i64", storage_bytes(tv.type.element_type, n))
         r = self.new("i64")
         if bits % 8 == 0:
             self.b.emit("mul.i64", r, n, self.const("i64", bits // 8))
@@ -94,13 +100,12 @@ class BufferLowering(CommandBatching):
         (recorded once by __init, the buffer a binding-table slot) when its size is static."""
         buf = self.buffer_of(tv)
         length = self.byte_length(tv)
-        n = self.element_count(tv)
-        size = storage_bytes(tv.type.element_type, n) if isinstance(n, int) else -1
+        size = self.static_byte_length(tv)
         zero64 = self.const("i64", 0)
         self.record(Command("fill", [
             buf, zero64, length, self.const("i32", 0), self.const("i64", pattern),
             self.const("i32", pattern_length), zero64],
-            bindings=[(0, buf, size)] if size >= 0 else [], reusable=size >= 0,
+            bindings=[] if size is None else [(0, buf, size)], reusable=size is not None,
             pattern=(pattern, pattern_length)), set(), {tv.storage})
 
     def buffer_of(self, tv: TensorVal) -> Reg:

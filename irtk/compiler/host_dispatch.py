@@ -18,7 +18,6 @@ from irtk.compiler.host_buffers import BufferLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.compiler.module_context import Launch
 from irtk.errors import CompileError
-from irtk.types import storage_bytes
 from irtk.vm.writer import Reg
 
 # Outputs filled with a constant of at most this many bytes start as a copy of rodata when
@@ -80,11 +79,8 @@ class DispatchLowering(BufferLowering):
     def host_fill_bytes(self, tv: TensorVal) -> int | None:
         """The byte size of `tv` when a new buffer for it starts filled from rodata: static
         and at most HOST_FILL_BYTES (the module holds the pattern at full length); else None."""
-        n = self.element_count(tv)
-        if not isinstance(n, int):
-            return None
-        size = storage_bytes(tv.type.element_type, n)
-        return size if 0 < size <= HOST_FILL_BYTES else None
+        size = self.static_byte_length(tv)
+        return size if size is not None and 0 < size <= HOST_FILL_BYTES else None
 
     def allocate_filled(self, byte_size: int, pattern: int, pattern_length: int) -> Reg:
         """A new buffer of `byte_size` holding `pattern` repeated, written by the host as it is
