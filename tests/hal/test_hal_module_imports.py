@@ -180,3 +180,29 @@ def test_execute_indirect_reuses_one_command_buffer_with_new_bindings(module, de
         module.device_queue_execute_indirect(device, -1, None, None, cmd,
                                              [(ba, 0, -1)] * 4)
     exe.release()
+
+
+def test_fill_buffer_with_a_null_target_fills_its_binding_table_slot(module, device, rng):
+    cmd = module.command_buffer_create(device, 0, 1, 1)
+    module.command_buffer_fill_buffer(cmd, None, 8, 24, 0, 0x3F800000, 4, 0)   # 1.0f
+    module.command_buffer_finalize(cmd)
+    for _ in range(2):
+        data = rng.standard_normal(16).astype(np.float32)
+        buf = device.allocator.allocate_with_data(data.tobytes())
+        fence = module.fence_create(device, 0)
+        module.device_queue_execute_indirect(device, -1, None, fence, cmd, [(buf, 0, -1)])
+        _await(module, fence)
+        expected = data.copy()
+        expected[2:8] = 1.0
+        np.testing.assert_array_equal(np.frombuffer(buf.read(), np.float32), expected)
+
+
+@pytest.mark.parametrize("slot,message", [
+    (1, "fill_buffer: target: binding-table slot 1 is beyond the command buffer's binding "
+        "capacity of 1"),
+    (-1, "fill_buffer: target: a binding needs a buffer or a slot"),
+])
+def test_fill_buffer_slot_errors_name_the_slot(module, device, slot, message):
+    cmd = module.command_buffer_create(device, 0, 1, 1)
+    with pytest.raises(RuntimeFailure, match=message):
+        module.command_buffer_fill_buffer(cmd, None, 0, 16, slot, 0, 4, 0)
