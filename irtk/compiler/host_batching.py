@@ -5,8 +5,8 @@ in only before a command that touches a storage an earlier command of the segmen
 writes one it read). The segment is submitted when its block ends, waiting on the fence of the
 submission before it (the fence chain), so the device keeps program order across blocks while
 the host moves on; the host waits only when it needs data (`sync`). A segment of static
-dispatches and fills only is recorded once by `__init` and re-submitted with a binding table
-(the buffers of this call); any other is recorded into a new command buffer per call.
+dispatches, fills and copies only is recorded once by `__init` and re-submitted with a binding
+table (the buffers of this call); any other is recorded into a new command buffer per call.
 """
 from __future__ import annotations
 
@@ -150,6 +150,9 @@ class CommandBatching(HostFunction):
             if c.kind == "fill":
                 (_, slot, length), = bindings
                 recording.append(("fill", slot, length, *c.pattern))
+            elif c.kind == "copy":
+                (_, source, length), (_, target, _) = bindings
+                recording.append(("copy", source, target, length))
             else:
                 recording.append(("dispatch", c.ordinal, bindings))
         cmd = self.new("ref")

@@ -108,6 +108,18 @@ class BufferLowering(CommandBatching):
             bindings=[] if size is None else [(0, buf, size)], reusable=size is not None,
             pattern=(pattern, pattern_length)), set(), {tv.storage})
 
+    def copy(self, source: TensorVal, target: TensorVal) -> None:
+        """Copy `source`'s bytes into `target`'s buffer on the device, in the open segment;
+        reusable (recorded once by __init, both buffers binding-table slots) when the size is
+        static."""
+        src, dst = self.buffer_of(source), self.buffer_of(target)
+        size = self.static_byte_length(target)
+        zero32, zero64 = self.const("i32", 0), self.const("i64", 0)
+        self.record(Command("copy", [zero32, zero32, src, zero64, dst, zero64,
+                                     self.byte_length(target), zero64],
+                            bindings=[] if size is None else [(0, src, size), (1, dst, size)],
+                            reusable=size is not None), {source.storage}, {target.storage})
+
     def buffer_of(self, tv: TensorVal) -> Reg:
         """The buffer of `tv`, materializing an empty tensor as zeros."""
         if tv.buffer is None:

@@ -70,10 +70,7 @@ class DispatchLowering(BufferLowering):
         if pattern is not None:
             self.fill(out, *pattern)
         elif plan.mode == "copy":
-            src = self.buffer_of(init)
-            zero = self.const("i64", 0)
-            self.record(Command("copy", [src, zero, out.buffer, zero, self.byte_length(out)]),
-                        {init.storage}, {storage})
+            self.copy(init, out)
         return out
 
     def host_fill_bytes(self, tv: TensorVal) -> int | None:

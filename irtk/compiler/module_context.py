@@ -54,7 +54,7 @@ class ModuleContext(Protocol):
 
     def record_segment(self, commands: list[tuple], slots: int) -> int:
         """The global holding a command buffer that `__init` records once: barriers, static
-        dispatches and fills whose buffers come from `slots` binding-table slots."""
+        dispatches, fills and copies whose buffers come from `slots` binding-table slots."""
         ...
 
     def kernel_ordinal(self, kernel: K.Kernel) -> int:

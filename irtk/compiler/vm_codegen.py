@@ -151,7 +151,7 @@ class ModuleGen:
 
     def record_segment(self, commands: list[tuple], slots: int) -> int:
         """The global holding a command buffer that __init records once: barriers, static
-        dispatches and fills whose buffers come from binding-table slots."""
+        dispatches, fills and copies whose buffers come from binding-table slots."""
         for global_, recorded, n in self.segments:
             if recorded == commands and n == slots:
                 return global_
@@ -179,6 +179,13 @@ class ModuleGen:
                             [cmd, null, zero64, fg.const("i64", length), fg.const("i32", slot),
                              fg.const("i64", pattern), fg.const("i32", pattern_length), zero64],
                             [])
+                    continue
+                if c[0] == "copy":   # null buffers name their binding-table slots
+                    _, source, target, length = c
+                    zero64 = fg.const("i64", 0)
+                    fg.call("hal.command_buffer.copy_buffer",
+                            [cmd, fg.const("i32", source), fg.const("i32", target), null, zero64,
+                             null, zero64, fg.const("i64", length), zero64], [])
                     continue
                 _, ordinal, bindings = c
                 grid = []

@@ -110,13 +110,13 @@ class HalModule(NativeModule):
         F("buffer_view.element_type", "0r_i"),
         F("buffer_view.encoding_type", "0r_i"),
         F("buffer_view.rank", "0r_i"),
-        F("command_buffer.copy_buffer", "0rrIrII_v"),
+        F("command_buffer.copy_buffer", "0riirIrIII_v"),
         F("command_buffer.create", "0riii_r"),
         F("command_buffer.dispatch", "0rriiiiICiDCirIID_v"),
         F("command_buffer.execution_barrier", "0riii_v"),
         F("command_buffer.fill_buffer", "0rrIIiIiI_v"),
         F("command_buffer.finalize", "0r_v"),
-        F("command_buffer.update_buffer", "0rrIrII_v"),
+        F("command_buffer.update_buffer", "0rrIrIIiI_v"),
         F("device.allocator", "0r_r"),
         F("device.default", "0v_r"),
         F("device.name", "0r_r"),
@@ -387,32 +387,43 @@ class HalModule(NativeModule):
             raise RuntimeFailure(f"hal.{fn}: pattern length must be 1, 2 or 4, "
                                  f"got {pattern_length}")
         data = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
-        if target is None:
-            c.fill_buffer(hal.BindingRef(None, offset, length, target_slot), data)
-        else:
-            buf = _check(target, hal_types.BUFFER, fn, "target")
-            c.fill_buffer(hal.BindingRef(buf, offset, length), data)
+        c.fill_buffer(self._buffer_ref(target, offset, length, target_slot, fn, "target"), data)
 
-    def command_buffer_copy_buffer(self, cmd: Any, source: Any, source_offset: int,
-                                   target: Any, target_offset: int, length: int) -> None:
+    def command_buffer_copy_buffer(self, cmd: Any, source_slot: int, target_slot: int,
+                                   source: Any, source_offset: int, target: Any,
+                                   target_offset: int, length: int, flags: int) -> None:
+        """IREE's form: a null source or target means binding-table slot `source_slot` or
+        `target_slot` (a command buffer recorded once and submitted with each call's
+        buffers)."""
         fn = "command_buffer.copy_buffer"
         c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
-        src = _check(source, hal_types.BUFFER, fn, "source")
-        dst = _check(target, hal_types.BUFFER, fn, "target")
-        c.copy_buffer(hal.BindingRef(src, source_offset, length),
-                      hal.BindingRef(dst, target_offset, length))
+        c.copy_buffer(self._buffer_ref(source, source_offset, length, source_slot, fn, "source"),
+                      self._buffer_ref(target, target_offset, length, target_slot, fn, "target"))
 
     def command_buffer_update_buffer(self, cmd: Any, source: Any, source_offset: int,
-                                     target: Any, target_offset: int, length: int) -> None:
-        """Bytes of a `!vm.buffer`, captured now, written to the target when executed."""
+                                     target: Any, target_offset: int, length: int,
+                                     target_slot: int, flags: int) -> None:
+        """Bytes of a `!vm.buffer`, captured now, written to the target when executed; a null
+        target means binding-table slot `target_slot` (IREE's form)."""
         fn = "command_buffer.update_buffer"
         c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
         src = _check(source, VM_BUFFER, fn, "source")
-        dst = _check(target, hal_types.BUFFER, fn, "target")
         _range(fn, "source", source_offset, length, len(src))
-        _range(fn, "target", target_offset, length, dst.size)
+        if target is not None:
+            _range(fn, "target", target_offset, length,
+                   _check(target, hal_types.BUFFER, fn, "target").size)
         c.update_buffer(src.data[source_offset:source_offset + length].tobytes(),
-                        hal.BindingRef(dst, target_offset, length))
+                        self._buffer_ref(target, target_offset, length, target_slot, fn,
+                                         "target"))
+
+    @staticmethod
+    def _buffer_ref(buffer: Any, offset: int, length: int, slot: int, fn: str,
+                    what: str) -> hal.BindingRef:
+        """A transfer operand: `buffer`'s range, or slot `slot` of the binding table where
+        `buffer` is null."""
+        if buffer is None:
+            return hal.BindingRef(None, offset, length, slot)
+        return hal.BindingRef(_check(buffer, hal_types.BUFFER, fn, what), offset, length)
 
     def command_buffer_dispatch(self, cmd: Any, executable: Any, ordinal: int, x: int, y: int,
                                 z: int, flags: int, constants: list[int],

@@ -115,6 +115,28 @@ def test_large_static_fills_are_recorded_once_with_their_target_a_slot(uri):
                                    rtol=1e-6)
 
 
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_static_copies_are_recorded_once_with_source_and_target_slots(uri):
+    def build(b, x, acc):
+        return b.row_sum(x, acc)   # reads its init, an argument: copied first
+    data = compile_program(program(function("main", [T(5, 3), T(5)], build)),
+                           target=target_for(uri))
+    init, main = function_text(data, "__init"), function_text(data, "main")
+    assert calls(init, "hal.command_buffer.copy_buffer") == 1
+    assert calls(main, "hal.command_buffer.copy_buffer") == 0
+    assert calls(main, "hal.command_buffer.create") == 0
+    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    m = irtk.load(data, device=uri)
+    rng = np.random.default_rng()
+    for _ in range(3):  # each call starts from its own argument, which stays as it was
+        x = rng.standard_normal((5, 3)).astype(np.float32)
+        acc = rng.standard_normal(5).astype(np.float32)
+        kept = acc.copy()
+        np.testing.assert_allclose(m.main(x, acc), acc.astype(np.float64) + x.sum(axis=1),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(acc, kept)
+
+
 def test_segments_with_dynamic_extents_are_recorded_per_call():
     main = function_text(compile_program(P.dynamic_program(), target="cpu"), "main")
     assert calls(main, "hal.command_buffer.dispatch") >= 1

@@ -139,7 +139,7 @@ def test_update_buffer_then_execute(module, device, rng):
     data = rng.integers(0, 256, 40, dtype=np.uint8).tobytes()
     target = device.allocator.allocate_with_data(bytes(64))
     cmd = module.command_buffer_create(device, 1, 1, 0)
-    module.command_buffer_update_buffer(cmd, VMBuffer(data), 3, target, 5, 30)
+    module.command_buffer_update_buffer(cmd, VMBuffer(data), 3, target, 5, 30, 0, 0)
     module.command_buffer_finalize(cmd)
     fence = module.fence_create(device, 0)
     module.device_queue_execute(device, -1, None, fence, [cmd])
@@ -148,7 +148,7 @@ def test_update_buffer_then_execute(module, device, rng):
     with pytest.raises(RuntimeFailure, match=r"command_buffer.update_buffer: target range "
                                              r"\[60, 70\) is outside the 64-byte target"):
         module.command_buffer_update_buffer(module.command_buffer_create(device, 1, 1, 0),
-                                            VMBuffer(data), 0, target, 60, 10)
+                                            VMBuffer(data), 0, target, 60, 10, 0, 0)
 
 
 def test_execute_indirect_reuses_one_command_buffer_with_new_bindings(module, device, rng):
@@ -206,3 +206,62 @@ def test_fill_buffer_slot_errors_name_the_slot(module, device, slot, message):
     cmd = module.command_buffer_create(device, 0, 1, 1)
     with pytest.raises(RuntimeFailure, match=message):
         module.command_buffer_fill_buffer(cmd, None, 0, 16, slot, 0, 4, 0)
+
+
+def test_copy_buffer_with_null_buffers_copies_between_binding_table_slots(module, device, rng):
+    cmd = module.command_buffer_create(device, 0, 1, 2)
+    module.command_buffer_copy_buffer(cmd, 1, 0, None, 4, None, 8, 20, 0)
+    module.command_buffer_finalize(cmd)
+    for _ in range(2):
+        src = rng.standard_normal(8).astype(np.float32)
+        dst = rng.standard_normal(12).astype(np.float32)
+        bsrc = device.allocator.allocate_with_data(src.tobytes())
+        bdst = device.allocator.allocate_with_data(dst.tobytes())
+        fence = module.fence_create(device, 0)
+        module.device_queue_execute_indirect(device, -1, None, fence, cmd,
+                                             [(bdst, 0, -1), (bsrc, 0, -1)])
+        _await(module, fence)
+        expected = dst.copy()
+        expected[2:7] = src[1:6]
+        np.testing.assert_array_equal(np.frombuffer(bdst.read(), np.float32), expected)
+    small = device.allocator.allocate(16)
+    with pytest.raises(RuntimeFailure, match=r"command 0 \(copy\): source: range \[4, 24\) is "
+                                             r"outside binding-table slot 1 \(16 bytes\)"):
+        module.device_queue_execute_indirect(device, -1, None, None, cmd,
+                                             [(bdst, 0, -1), (small, 0, -1)])
+
+
+def test_copy_buffer_mixes_a_direct_source_with_a_slot_target(module, device, rng):
+    src = rng.standard_normal(4).astype(np.float32)
+    bsrc = device.allocator.allocate_with_data(src.tobytes())
+    cmd = module.command_buffer_create(device, 0, 1, 1)
+    module.command_buffer_copy_buffer(cmd, 0, 0, bsrc, 0, None, 0, 16, 0)
+    module.command_buffer_finalize(cmd)
+    bdst = device.allocator.allocate(16)
+    fence = module.fence_create(device, 0)
+    module.device_queue_execute_indirect(device, -1, None, fence, cmd, [(bdst, 0, -1)])
+    _await(module, fence)
+    np.testing.assert_array_equal(np.frombuffer(bdst.read(), np.float32), src)
+
+
+@pytest.mark.parametrize("args,message", [
+    ((2, 0), "copy_buffer: source: binding-table slot 2 is beyond the command buffer's "
+             "binding capacity of 2"),
+    ((0, -1), "copy_buffer: target: a binding needs a buffer or a slot"),
+])
+def test_copy_buffer_slot_errors_name_the_operand(module, device, args, message):
+    cmd = module.command_buffer_create(device, 0, 1, 2)
+    with pytest.raises(RuntimeFailure, match=message):
+        module.command_buffer_copy_buffer(cmd, *args, None, 0, None, 0, 16, 0)
+
+
+def test_update_buffer_with_a_null_target_writes_its_binding_table_slot(module, device, rng):
+    data = rng.integers(0, 256, 12, dtype=np.uint8).tobytes()
+    cmd = module.command_buffer_create(device, 0, 1, 1)
+    module.command_buffer_update_buffer(cmd, VMBuffer(data), 4, None, 8, 8, 0, 0)
+    module.command_buffer_finalize(cmd)
+    target = device.allocator.allocate_with_data(bytes(32))
+    fence = module.fence_create(device, 0)
+    module.device_queue_execute_indirect(device, -1, None, fence, cmd, [(target, 0, -1)])
+    _await(module, fence)
+    assert target.read() == bytes(8) + data[4:12] + bytes(16)

@@ -130,8 +130,8 @@ def passthrough_program(with_abi: bool) -> bytes:
     p.call(b, "command_buffer.create", [ref(3), i32(1), i32(1),
                                         i32(2)], [ref(6)])
     b.emit("const.i64", i64(2), 0)
-    p.call(b, "command_buffer.copy_buffer", [ref(6), ref(2), i64(2),
-                                             ref(5), i64(2), i64(1)], [])
+    p.call(b, "command_buffer.copy_buffer", [ref(6), i32(2), i32(2), ref(2), i64(2),
+                                             ref(5), i64(2), i64(1), i64(2)], [])
     p.call(b, "command_buffer.finalize", [ref(6)], [])
     p.call(b, "fence.create", [ref(3), i32(2)], [ref(7)])
     b.emit("const.ref.null", ref(8))
@@ -308,7 +308,7 @@ def test_hal_signatures_are_the_contract():
         "buffer_view.create": "0rIIiiCID_r", "buffer_view.assert": "0rriiCID_v",
         "buffer_view.buffer": "0r_r", "command_buffer.create": "0riii_r",
         "command_buffer.finalize": "0r_v", "command_buffer.execution_barrier": "0riii_v",
-        "command_buffer.fill_buffer": "0rrIIiIiI_v", "command_buffer.copy_buffer": "0rrIrII_v",
+        "command_buffer.fill_buffer": "0rrIIiIiI_v", "command_buffer.copy_buffer": "0riirIrIII_v",
         "command_buffer.dispatch": "0rriiiiICiDCirIID_v", "fence.create": "0ri_r",
         "fence.await": "0iCrD_i", "device.queue.execute": "0rIrrCrD_v",
         "device.queue.alloca": "0rIrriiiI_r", "device.queue.dealloca": "0rIrrr_v",
@@ -317,7 +317,7 @@ def test_hal_signatures_are_the_contract():
         "buffer_view.element_type": "0r_i", "buffer_view.encoding_type": "0r_i",
         "buffer_view.byte_length": "0r_I", "allocator.allocate.initialized": "0rIiirII_r",
         "allocator.import": "0riIiirII_r",
-        "command_buffer.update_buffer": "0rrIrII_v",
+        "command_buffer.update_buffer": "0rrIrIIiI_v",
         "device.queue.execute.indirect": "0rIrrrCrIID_v",
     }
     assert [f.name for f in HalModule.EXPORTS if f.yieldable] == ["fence.await"]
