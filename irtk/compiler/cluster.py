@@ -229,3 +229,10 @@ def index_expr(row: tuple[int, ...], ty: str) -> Node:
 def movable(op: tir.Op) -> bool:
     """Ops without operands or effects that may move up to a dispatch that needs them."""
     return op.kind in ("empty", "constant") and not op.operands
+
+
+def hoistable_reshape(op: tir.Op) -> bool:
+    """A static reshape: metadata only, so it may move up to a dispatch that needs it once its
+    source is there (a batch norm's per-channel constants, expanded to 6x1x1, are reshaped
+    after the convolution they scale)."""
+    return op.kind == "reshape" and len(op.operands) == 1

@@ -30,7 +30,7 @@ The result is TIR in which each cluster is a `dispatch` op:
 from __future__ import annotations
 
 from irtk.compiler import tir
-from irtk.compiler.cluster import Cluster, from_generic, movable
+from irtk.compiler.cluster import Cluster, from_generic, hoistable_reshape, movable
 from irtk.compiler.constants import fuse_fills, inline_constants
 from irtk.compiler.affine import compose, reshape_map
 from irtk.compiler.fusion import producer_inverse, fuse_into_producer, fuse_producers
@@ -141,6 +141,24 @@ class _FunctionFormer:
                 self.uses[op.result.id] = 0
             self.uses[value.id] = self.uses.get(value.id, 0) - 1 + len(reads)
 
+    @staticmethod
+    def hoist(d: tir.Op | None, local: dict[int, tir.Op], new_ops: list[tir.Op],
+              placed: set[int]) -> None:
+        """Place `d` (a value's defining op in the region, if any) now, unless it is placed
+        already or may not move: fusion only reads values defined before the root dispatch
+        or made by ops that may move up (`movable`, `hoistable_reshape`)."""
+        if d is None or id(d) in placed or d in new_ops:
+            return
+        if hoistable_reshape(d):
+            source = local.get(d.operands[0].id)
+            _FunctionFormer.hoist(source, local, new_ops, placed)
+            if source is not None and id(source) not in placed and source not in new_ops:
+                return   # its source stays below: so does it
+        elif not movable(d):
+            return
+        new_ops.append(d)
+        placed.add(id(d))
+
     def place(self, region: tir.Region, order: list[Cluster]) -> list[tir.Op]:
         """The region's ops with each cluster's generic replaced by its dispatch and the
         generics fused away dropped."""
@@ -156,12 +174,9 @@ class _FunctionFormer:
             elif id(op) in kept:
                 c = kept[id(op)]
                 ops = materialize(c, self.names, c.op.location or self.function.location)
-                # A fused consumer's init and constants may be defined after the root: hoist.
+                # A fused consumer's init and constants (and static reshapes of them) may be
+                # defined after the root: hoist them, a reshape after its source.
                 for v in ops[-1].operands:
-                    d = local.get(v.id)
-                    if d is not None and movable(d) and id(d) not in placed \
-                            and d not in new_ops:
-                        new_ops.append(d)
-                        placed.add(id(d))
+                    self.hoist(local.get(v.id), local, new_ops, placed)
                 new_ops.extend(ops)
         return new_ops

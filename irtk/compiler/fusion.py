@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from irtk.compiler import tir
 from irtk.compiler.affine import compose, permutation_inverse, scatter_inverse
-from irtk.compiler.cluster import Cluster, Input, Output, clone, direct_extents, movable
+from irtk.compiler.cluster import (Cluster, Input, Output, clone, direct_extents,
+                                   hoistable_reshape, movable)
 from irtk.compiler.kernel import AffineMap
 
 # A reduction recomputes a fused producer at every step: at most this many body ops (a cast,
@@ -190,10 +191,13 @@ def _ready_before(c: Cluster, target_in: Input, root_position: int, position: di
                   defs: dict[int, tir.Op]) -> bool:
     """Whether everything else consumer `c` reads exists before the root dispatch runs (or
     may move up to it)."""
-    for v in [i.value for i in c.inputs if i is not target_in] + [c.outputs[0].init] + \
-            [n.param_value for n in c.nodes() if n.name == "kernel.param"]:
+    def ready(v: tir.Value) -> bool:
         d = defs.get(v.id)
-        if d is not None and id(d) in position and position[id(d)] >= root_position \
-                and not movable(d):
-            return False
-    return True
+        if d is None or id(d) not in position or position[id(d)] < root_position:
+            return True
+        if hoistable_reshape(d):   # metadata only: it moves up with its source
+            return ready(d.operands[0])
+        return movable(d)
+    return all(ready(v) for v in [i.value for i in c.inputs if i is not target_in] +
+               [c.outputs[0].init] +
+               [n.param_value for n in c.nodes() if n.name == "kernel.param"])

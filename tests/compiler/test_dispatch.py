@@ -313,3 +313,33 @@ def test_a_recomputed_producer_computes_what_numpy_does(uri):
     e = x * x
     np.testing.assert_allclose(m.main(x.astype(np.float32)), e / e.sum(axis=1, keepdims=True),
                                rtol=1e-5, atol=1e-7)
+
+
+def scaled_matmul() -> tir.Program:
+    """(x @ w) * s[None, :], with s a constant reshaped to 1x3 after the matmul (as an exported
+    batch norm reshapes its per-channel constants after the convolution)."""
+    def build(b, x, w):
+        y = b.matmul(x, w, b.fill(0.0, b.empty(T(2, 3))))
+        s = b.constant(np.array([0.5, -2.0, 3.0], np.float32), T(3))
+        s2 = b.op("reshape", [s], [T(1, 3)], {"reassociation": [[0, 1]]}).result
+        return b.generic([y, s2], [b.empty(T(2, 3))],
+                         [identity(2), amap(2, (0, 0, 0), (0, 1, 0)), identity(2)],
+                         [Op("arith.mulf", (0, 1), "f32")], [3])[0]
+    return program(function("main", [T(2, 4), T(4, 3)], build))
+
+
+def test_a_consumer_reading_a_later_reshape_of_a_constant_fuses_and_the_reshape_moves_up():
+    (f,) = formed(*scaled_matmul().functions).functions
+    (d,) = dispatches(f)
+    kinds = [op.kind for op in f.body.ops]
+    assert kinds.index("reshape") < kinds.index("dispatch")
+    assert kinds.index("constant") < kinds.index("reshape")
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_a_fused_consumer_of_a_hoisted_reshape_computes_what_numpy_does(uri):
+    m = irtk.load(compile_program(scaled_matmul(), target=target_for(uri)), device=uri)
+    rng = np.random.default_rng()
+    x, w = rng.standard_normal((2, 4)), rng.standard_normal((4, 3))
+    np.testing.assert_allclose(m.main(x.astype(np.float32), w.astype(np.float32)),
+                               (x @ w) * np.array([0.5, -2.0, 3.0]), rtol=1e-5, atol=1e-6)
