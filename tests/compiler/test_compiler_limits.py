@@ -36,10 +36,12 @@ def tensor_chain(n: int) -> str:
 
 
 def wide_sum(n: int) -> str:
-    """n values all live at once (each read again by a second sum), then summed."""
-    lines = ["func.func @main(%a: f32) -> f32 {"]
-    for i in range(n):
-        lines.append(f"  %v{i} = arith.addf %a, %a : f32")
+    """n values all live at once (each read again by a second sum), then summed. Each is
+    2a, made by a different op (v_i = v_{i-1} + 0), so that none is a repeat of another."""
+    lines = ["func.func @main(%a: f32) -> f32 {", "  %zero = arith.subf %a, %a : f32",
+             "  %v0 = arith.addf %a, %a : f32"]
+    for i in range(1, n):
+        lines.append(f"  %v{i} = arith.addf %v{i - 1}, %zero : f32")
     prev = "%a"
     for i in range(n):
         lines.append(f"  %s{i} = arith.addf {prev}, %v{i} : f32")
