@@ -97,12 +97,9 @@ def _key(op: tir.Op) -> Any:
         return None
     try:
         attrs = tuple(sorted((name, _canonical(value)) for name, value in op.attrs.items()))
-        key = (kind, tuple(v.id for v in op.operands), attrs,
-               tuple(r.type for r in op.results))
-        hash(key)
     except _Incomparable:
         return None
-    return key
+    return (kind, tuple(v.id for v in op.operands), attrs, tuple(r.type for r in op.results))
 
 
 class _Incomparable(Exception):

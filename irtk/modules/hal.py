@@ -409,12 +409,10 @@ class HalModule(NativeModule):
         c = _check(cmd, hal_types.COMMAND_BUFFER, fn, "command buffer")
         src = _check(source, VM_BUFFER, fn, "source")
         _range(fn, "source", source_offset, length, len(src))
-        if target is not None:
-            _range(fn, "target", target_offset, length,
-                   _check(target, hal_types.BUFFER, fn, "target").size)
-        c.update_buffer(src.data[source_offset:source_offset + length].tobytes(),
-                        self._buffer_ref(target, target_offset, length, target_slot, fn,
-                                         "target"))
+        ref = self._buffer_ref(target, target_offset, length, target_slot, fn, "target")
+        if ref.buffer is not None:
+            _range(fn, "target", target_offset, length, ref.buffer.size)
+        c.update_buffer(src.data[source_offset:source_offset + length].tobytes(), ref)
 
     @staticmethod
     def _buffer_ref(buffer: Any, offset: int, length: int, slot: int, fn: str,

@@ -94,15 +94,22 @@ def test_small_filled_outputs_start_from_rodata_so_their_segment_stays_recorded(
                                    rtol=1e-6)
 
 
+def assert_recorded_once(data: bytes, command: str) -> None:
+    """`main`'s one segment, holding `command` once, is recorded by `__init` and only
+    submitted per call."""
+    init, main = function_text(data, "__init"), function_text(data, "main")
+    assert calls(init, command) == 1
+    assert calls(main, command) == 0
+    assert calls(main, "hal.command_buffer.create") == 0
+    assert calls(main, "hal.command_buffer.dispatch") == 0
+    assert calls(main, "hal.device.queue.execute.indirect") == 1
+
+
 @pytest.mark.parametrize("uri", all_device_uris())
 def test_large_static_fills_are_recorded_once_with_their_target_a_slot(uri):
     rows = HOST_FILL_BYTES // 4 + 1  # an f32 output just over the rodata limit
     data = compile_program(P.reduction_program(rows, 2), target=target_for(uri))
-    init, main = function_text(data, "__init"), function_text(data, "main")
-    assert calls(init, "hal.command_buffer.fill_buffer") == 1
-    assert calls(main, "hal.command_buffer.fill_buffer") == 0
-    assert calls(main, "hal.command_buffer.dispatch") == 0
-    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    assert_recorded_once(data, "hal.command_buffer.fill_buffer")
     m = irtk.load(data, device=uri)
     rng = np.random.default_rng()
     for _ in range(3):  # each call's sums start from the fill, not the last call's sums
@@ -121,11 +128,7 @@ def test_static_copies_are_recorded_once_with_source_and_target_slots(uri):
         return b.row_sum(x, acc)   # reads its init, an argument: copied first
     data = compile_program(program(function("main", [T(5, 3), T(5)], build)),
                            target=target_for(uri))
-    init, main = function_text(data, "__init"), function_text(data, "main")
-    assert calls(init, "hal.command_buffer.copy_buffer") == 1
-    assert calls(main, "hal.command_buffer.copy_buffer") == 0
-    assert calls(main, "hal.command_buffer.create") == 0
-    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    assert_recorded_once(data, "hal.command_buffer.copy_buffer")
     m = irtk.load(data, device=uri)
     rng = np.random.default_rng()
     for _ in range(3):  # each call starts from its own argument, which stays as it was
