@@ -265,3 +265,14 @@ def test_update_buffer_with_a_null_target_writes_its_binding_table_slot(module, 
     module.device_queue_execute_indirect(device, -1, None, fence, cmd, [(target, 0, -1)])
     _await(module, fence)
     assert target.read() == bytes(8) + data[4:12] + bytes(16)
+
+
+@pytest.mark.parametrize("slot,message", [
+    (1, "update_buffer: target: binding-table slot 1 is beyond the command buffer's binding "
+        "capacity of 1"),
+    (-1, "update_buffer: target: a binding needs a buffer or a slot"),
+])
+def test_update_buffer_slot_errors_name_the_slot(module, device, slot, message):
+    cmd = module.command_buffer_create(device, 0, 1, 1)
+    with pytest.raises(RuntimeFailure, match=message):
+        module.command_buffer_update_buffer(cmd, VMBuffer(bytes(8)), 0, None, 0, 8, slot, 0)
