@@ -21,6 +21,7 @@ bank, how many registers it needs and the limit, located at the function.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from typing import Any
 
 from irtk.errors import CompileError
@@ -71,7 +72,9 @@ class VirtualBuilder:
 
     def allocate(self, arg_banks: list[str], where: str) -> FunctionBuilder:
         """The function with physical registers; `arg_banks` are the banks of its arguments
-        (the first registers of each bank), `where` its location for errors."""
+        (the first registers of each bank), `where` its location for errors. Dead code is
+        dropped first (`eliminate_dead_code`)."""
+        eliminate_dead_code(self)
         return allocate(self, arg_banks, where)
 
 
@@ -100,7 +103,19 @@ def _successors(op: isa.Op, operands: tuple[Any, ...]) -> list[Label]:
     return out
 
 
-def allocate(vb: VirtualBuilder, arg_banks: list[str], where: str) -> FunctionBuilder:
+@dataclass
+class _Flow:
+    """The blocks of a recorded function and the registers live into and out of each."""
+
+    ops: list[tuple[Any, ...]]
+    uses_defs: list[tuple[list[_Var], list[_Var]]]
+    starts: list[int]
+    ends: list[int]
+    live_in: list[set[_Var]]
+    live_out: list[set[_Var]]
+
+
+def _flow(vb: VirtualBuilder) -> _Flow:
     ops = [item for item in vb.items if item[0] == "op"]
     n = len(ops)
     uses_defs = [_uses_defs(item[1], item[2]) for item in ops]
@@ -167,6 +182,67 @@ def allocate(vb: VirtualBuilder, arg_banks: list[str], where: str) -> FunctionBu
                 if not queued[p]:
                     queued[p] = True
                     work.append(p)
+    return _Flow(ops, uses_defs, starts, ends, live_in, live_out)
+
+
+def _removable(op: isa.Op) -> bool:
+    """An op that only computes its results: no effect, and no way to fail (integer division
+    and float-to-int casts can trap; `const.ref.null` is how lowering releases a ref early)."""
+    name = op.name
+    if name in _PURE_NAMES:
+        return True
+    return not name.startswith(_TRAPPING_PREFIXES) and name.startswith(_PURE_PREFIXES)
+
+
+_PURE_NAMES = frozenset({"const.i32", "const.i64", "const.f32", "const.f64", "const.ref.rodata",
+                         "mov.i32", "mov.i64", "mov.f32", "mov.f64", "mov.ref",
+                         "cast.f32.f64", "cast.f64.f32"})
+_TRAPPING_PREFIXES = ("div.s.", "div.u.", "rem.s.", "rem.u.", "cast.f32.", "cast.f64.")
+_PURE_PREFIXES = ("global.load.", "select.", "add.", "sub.", "mul.", "div.f", "rem.f", "and.",
+                  "or.", "xor.", "not.", "shl.", "shr.", "neg.", "abs.", "min.", "max.", "cmp.",
+                  "ext.", "trunc.", "cast.", "bitcast.", "fma.", "exp.", "exp2.", "log.",
+                  "log2.", "sqrt.", "rsqrt.", "tanh.", "sin.", "cos.", "pow.", "floor.", "ceil.",
+                  "round.")
+
+
+def eliminate_dead_code(vb: VirtualBuilder) -> int:
+    """Drop the instructions whose results nothing reads and that have no other effect
+    (`_removable`), until none is left; the count dropped. Lowering leaves such code where a
+    later phase took over a value's use: the operands of dispatches that `__init` records
+    once are still computed in the call (host_batching.py)."""
+    dropped = 0
+    while True:
+        flow = _flow(vb)
+        dead: set[int] = set()
+        for b in range(len(flow.starts)):
+            live = set(flow.live_out[b])
+            for i in range(flow.ends[b] - 1, flow.starts[b] - 1, -1):
+                uses, defs = flow.uses_defs[i]
+                op = flow.ops[i][1]
+                if defs and _removable(op) and not any(d in live for d in defs):
+                    dead.add(i)
+                    continue
+                live.difference_update(defs)
+                live.update(uses)
+        if not dead:
+            return dropped
+        dropped += len(dead)
+        kept: list[tuple[Any, ...]] = []
+        index = 0
+        for item in vb.items:
+            if item[0] == "op":
+                index += 1
+                if index - 1 in dead:
+                    continue
+            kept.append(item)
+        vb.items = kept
+
+
+def allocate(vb: VirtualBuilder, arg_banks: list[str], where: str) -> FunctionBuilder:
+    flow = _flow(vb)
+    ops, uses_defs = flow.ops, flow.uses_defs
+    starts, ends, live_in, live_out = flow.starts, flow.ends, flow.live_in, flow.live_out
+    nblocks = len(starts)
 
     # Live intervals over points: an instruction i reads at 2i and writes at 2i + 1.
     first: dict[_Var, int] = {}
