@@ -1,7 +1,8 @@
 """A command buffer of static native dispatches, run straight from its binding table.
 
-What the VM records for a call — dispatches of static kernels on whole binding-table slots,
-with barriers between them — needs, at each execution, only the address of each slot's buffer
+What the VM records for a call — dispatches of static kernels on whole binding-table slots
+(and on the module's constants, bound in the recording itself), with barriers between them —
+needs, at each execution, only the address of each slot's buffer
 and a few checks. The general path (`DeferredCommandBuffer.resolve`, then `Kernel.bind` per
 dispatch) builds resolved commands, binding objects and work items for each execution, which
 for a small program is most of a call's host time. So a finalized command buffer works out
@@ -28,9 +29,10 @@ from irtk.hal.deferred_command_buffer import Barrier, Dispatch
 
 
 class _Step:
-    """One dispatch: its kernel's entry, (slot, bytes bound or -1 for the whole slot, bytes
+    """One dispatch: its kernel's entry, (source, bytes bound or -1 for the whole slot, bytes
     the kernel needs, written) per operand in the entry's pointer order, and the parallel
-    points the grid covers."""
+    points the grid covers. A source is a table slot (>= 0) or a buffer bound in the
+    recording itself (-1 - its index in `DirectProgram.buffers`)."""
 
     __slots__ = ("entry", "operands", "end", "tile_size", "min_chunk", "pointer_array",
                  "split")
@@ -52,17 +54,19 @@ class DirectProgram:
     """The dispatches of a finalized command buffer, between barriers (`stages`: each a list
     of steps that may run at once), ready to run from a binding table's addresses."""
 
-    def __init__(self, stages: list[list[_Step]]) -> None:
+    def __init__(self, stages: list[list[_Step]], buffers: Sequence[CpuBuffer] = ()) -> None:
         self.stages = stages
+        self.buffers = list(buffers)
         self.slots = sorted({slot for stage in stages for step in stage
-                             for slot, _, _, _ in step.operands})
+                             for slot, _, _, _ in step.operands if slot >= 0})
 
     @classmethod
     def build(cls, commands: Sequence[Any]) -> "DirectProgram | None":
         """The program of `commands`, or None unless every command is a barrier or a
         dispatch of a native kernel with static extents, no push constants and every binding
-        a table slot from its start."""
+        a table slot or a CPU buffer from its start."""
         stages: list[list[_Step]] = [[]]
+        buffers: list[CpuBuffer] = []
         for cmd in commands:
             if isinstance(cmd, Barrier):
                 if stages[-1]:
@@ -79,9 +83,20 @@ class DirectProgram:
                 if binding >= len(cmd.bindings):
                     return None
                 ref = cmd.bindings[binding]
-                if ref.buffer is not None or ref.slot < 0 or ref.offset != 0:
+                if ref.offset != 0:
                     return None
-                operands.append((ref.slot, ref.length, need, written))
+                if ref.buffer is None:
+                    if ref.slot < 0:
+                        return None
+                    source = ref.slot
+                elif isinstance(ref.buffer, CpuBuffer):
+                    known = [i for i, b in enumerate(buffers) if b is ref.buffer]
+                    if not known:
+                        buffers.append(ref.buffer)
+                    source = -1 - (known[0] if known else len(buffers) - 1)
+                else:
+                    return None
+                operands.append((source, ref.length, need, written))
             shape = plan.static_shape
             if shape.reduction_total == 0:
                 continue                        # no body evaluation: outputs keep their values
@@ -89,7 +104,7 @@ class DirectProgram:
             if end > 0:
                 stages[-1].append(_Step(plan.entry, operands, end, kernel.tile_size,
                                         plan.chunk_points(shape.reduction_total)))
-        return cls([stage for stage in stages if stage])
+        return cls([stage for stage in stages if stage], buffers)
 
     def bind(self, table: BindingTable | None, runner: Runner
              ) -> Callable[[], None] | None:
@@ -114,6 +129,11 @@ class DirectProgram:
                 return None
             keep.append(buffer.host_memory)    # the bytes outlive a release meanwhile
             slots[slot] = (buffer, size)
+        for i, buffer in enumerate(self.buffers):   # bound in the recording: same checks
+            if buffer.allocated_buffer is not buffer or buffer.released:
+                return None
+            keep.append(buffer.host_memory)
+            slots[-1 - i] = (buffer, buffer.size)
         calls: list[list[tuple[Any, Any, int, int]]] = []
         for stage in self.stages:
             stage_calls = []

@@ -163,23 +163,71 @@ def test_local_task_splits_a_direct_dispatch_into_chunks(task_device, rng, paths
     assert ran == ["direct"] and calls[0] > 2
 
 
-def test_a_vm_call_takes_the_shortcut(rng, paths):
-    """What the compiler emits for a call (an indirect command buffer) is what it is for."""
-    import irtk
-    ran, _ = paths
-    mlir = """
-func.func @main(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
-  %z = arith.constant 0.0 : f32
+def _matmul_mlir(b: np.ndarray | None = None) -> str:
+    """main(a[, b]) = a @ b over 64x32 and 32x16 f32; with `b` given, b is that constant."""
+    if b is None:
+        args, const = "%a: tensor<64x32xf32>, %b: tensor<32x16xf32>", ""
+    else:
+        rows = ", ".join("[" + ", ".join(repr(float(v)) for v in row) + "]" for row in b)
+        args, const = "%a: tensor<64x32xf32>", \
+            f"  %b = arith.constant dense<[{rows}]> : tensor<32x16xf32>\n"
+    return f"""
+func.func @main({args}) -> tensor<64x16xf32> {{
+{const}  %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64x16xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
   %r = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x16xf32>)
                      outs(%f : tensor<64x16xf32>) -> tensor<64x16xf32>
   return %r : tensor<64x16xf32>
-}"""
+}}"""
+
+
+def test_a_vm_call_takes_the_shortcut(rng, paths):
+    """What the compiler emits for a call (an indirect command buffer) is what it is for."""
+    import irtk
+    ran, _ = paths
     a = rng.standard_normal((64, 32)).astype(np.float32)
     b = rng.standard_normal((32, 16)).astype(np.float32)
     for device in ("local-sync", "local-task"):
-        module = irtk.load(irtk.compile_str(mlir, target="cpu"), device=device)
+        module = irtk.load(irtk.compile_str(_matmul_mlir(), target="cpu"), device=device)
         np.testing.assert_allclose(module.main(a, b), a.astype(np.float64) @ b,
                                    rtol=1e-5, atol=1e-5)
     assert "direct" in ran and "general" not in ran
+
+
+def test_a_vm_call_with_constants_takes_the_shortcut(rng, paths):
+    """A constant's buffer is bound in the recording itself (docs/compiler.md): the shortcut
+    reads it from there, call after call."""
+    import irtk
+    ran, _ = paths
+    b = rng.standard_normal((32, 16)).astype(np.float32)
+    for device in ("local-sync", "local-task"):
+        module = irtk.load(irtk.compile_str(_matmul_mlir(b), target="cpu"), device=device)
+        for _ in range(2):
+            a = rng.standard_normal((64, 32)).astype(np.float32)
+            np.testing.assert_allclose(module.main(a), a.astype(np.float64) @ b,
+                                       rtol=1e-5, atol=1e-5)
+    assert ran.count("direct") == 4 and "general" not in ran
+
+
+def test_a_released_recorded_buffer_gets_the_general_paths_error(device, rng, paths):
+    """A buffer bound in the recording itself and released since: the general path's error."""
+    ran, _ = paths
+    exe = device.create_executable("cpu-kernel-fb", binary("add", "arith.addf", "f32", "f32", N))
+    const = _upload(device, rng.standard_normal(N).astype(np.float32))
+    cb = device.create_command_buffer(binding_capacity=2)
+    cb.dispatch(exe, 0, workgroups_for(N, 64), [],
+                [_slot(0), BindingRef(const, 0, 4 * N), _slot(1)])
+    cb.finalize()
+    a = rng.standard_normal(N).astype(np.float32)
+    out = device.allocator.allocate(4 * N)
+    _execute(device, cb, [(_upload(device, a), 0, -1), (out, 0, -1)])
+    np.testing.assert_array_equal(_read(out), a + np.frombuffer(const.read(), np.float32))
+    assert ran == ["direct"]
+    const.release()
+    sem = device.create_semaphore(0)
+    with pytest.raises(RuntimeFailure, match="released"):
+        device.queue_execute(Fence(), Fence([(sem, 1)]), [cb],
+                             [[(_upload(device, a), 0, -1), (out, 0, -1)]])
+        sem.wait(1, timeout=30)
+    assert ran == ["direct"]
