@@ -107,7 +107,9 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
         t = op.result.type
         if isinstance(t, tir.TensorType):
             buf = self.new("ref")
-            self.b.emit("global.load.ref", buf, self.m.constant_global(op))
+            global_ = self.m.constant_global(op)
+            self.b.emit("global.load.ref", buf, global_)
+            self.constant_buffers[buf] = global_
             dims: list[int | Reg] = list(t.shape_for(np.shape(op.attrs["value"])))
             self.values[op.result.id] = TensorVal(t, buf, dims, self.plan.storage[op.result.id])
         else:

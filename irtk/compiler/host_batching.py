@@ -135,24 +135,31 @@ class CommandBatching(HostFunction):
     def submit_recorded(self, commands: list[Command], dev: Reg, wait: Reg,
                         fence: Reg) -> None:
         """Submit the command buffer `__init` records for these commands, with this call's
-        buffers in its binding table."""
+        buffers in its binding table. A constant's buffer is bound in the recording itself
+        (the module's global, made before `__init` records), so a call neither loads nor
+        passes it."""
         slots: list[Reg] = []
         recording: list[tuple] = []
+
+        def source(buf: Reg) -> tuple[str, int]:
+            """Where the recording takes `buf` from: ("global", g) or ("slot", i)."""
+            if buf in self.constant_buffers:
+                return ("global", self.constant_buffers[buf])
+            if buf not in slots:
+                slots.append(buf)
+            return ("slot", slots.index(buf))
+
         for c in commands:
             if c.kind == "barrier":
                 recording.append(("barrier",))
                 continue
-            bindings = []
-            for binding, buf, length in c.bindings:
-                if buf not in slots:
-                    slots.append(buf)
-                bindings.append((binding, slots.index(buf), length))
+            bindings = [(binding, source(buf), length) for binding, buf, length in c.bindings]
             if c.kind == "fill":
-                (_, slot, length), = bindings
-                recording.append(("fill", slot, length, *c.pattern))
+                (_, target, length), = bindings
+                recording.append(("fill", target, length, *c.pattern))
             elif c.kind == "copy":
-                (_, source, length), (_, target, _) = bindings
-                recording.append(("copy", source, target, length))
+                (_, src, length), (_, target, _) = bindings
+                recording.append(("copy", src, target, length))
             else:
                 recording.append(("dispatch", c.ordinal, bindings))
         cmd = self.new("ref")

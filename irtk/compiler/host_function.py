@@ -31,6 +31,9 @@ class HostFunction:
         self.counts = dict.fromkeys(isa.BANKS, 0)
         self.consts: dict[tuple[str, object], Reg] = {}
         self.values: dict[int, TensorVal | Reg] = {}
+        # The registers holding a constant tensor's buffer, and the global it was loaded from:
+        # a recorded segment binds such a buffer itself, not through a binding-table slot.
+        self.constant_buffers: dict[Reg, int] = {}
         self.terminated = False
 
     def region(self, region: tir.Region) -> None:

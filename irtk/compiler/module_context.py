@@ -54,7 +54,8 @@ class ModuleContext(Protocol):
 
     def record_segment(self, commands: list[tuple], slots: int) -> int:
         """The global holding a command buffer that `__init` records once: barriers, static
-        dispatches, fills and copies whose buffers come from `slots` binding-table slots."""
+        dispatches, fills and copies whose buffers come from `slots` binding-table slots or
+        from constants' globals (each buffer a ("slot", i) or a ("global", g))."""
         ...
 
     def kernel_ordinal(self, kernel: K.Kernel) -> int:

@@ -151,7 +151,8 @@ class ModuleGen:
 
     def record_segment(self, commands: list[tuple], slots: int) -> int:
         """The global holding a command buffer that __init records once: barriers, static
-        dispatches, fills and copies whose buffers come from binding-table slots."""
+        dispatches, fills and copies whose buffers come from binding-table slots or from
+        constants' globals."""
         for global_, recorded, n in self.segments:
             if recorded == commands and n == slots:
                 return global_
@@ -162,30 +163,41 @@ class ModuleGen:
     def record_segments(self, fg: FunctionGen) -> None:
         b = fg.b
         zero = fg.const("i32", 0)
+        zero64 = fg.const("i64", 0)
+        null = fg.new("ref")
+        b.emit("const.ref.null", null)
+
+        def buffer(source: tuple[str, int]) -> tuple[Reg, Reg]:
+            """The (slot, buffer) operands naming `source`: a binding-table slot with a null
+            buffer, or a constant's global buffer itself (uploaded above)."""
+            kind, index = source
+            if kind == "slot":
+                return fg.const("i32", index), null
+            return zero, fg.global_ref(index, f"constant {index}")
+
         for global_, commands, slots in self.segments:
             cmd = fg.new("ref")
             fg.call("hal.command_buffer.create",
                     [fg.device(), zero, fg.const("i32", 1), fg.const("i32", slots)], [cmd])
-            null = fg.new("ref")
-            b.emit("const.ref.null", null)
             for c in commands:
                 if c[0] == "barrier":
                     fg.call("hal.command_buffer.execution_barrier", [cmd, zero, zero, zero], [])
                     continue
-                if c[0] == "fill":   # a null target names its binding-table slot
-                    _, slot, length, pattern, pattern_length = c
-                    zero64 = fg.const("i64", 0)
+                if c[0] == "fill":
+                    _, target, length, pattern, pattern_length = c
+                    slot, buf = buffer(target)
                     fg.call("hal.command_buffer.fill_buffer",
-                            [cmd, null, zero64, fg.const("i64", length), fg.const("i32", slot),
+                            [cmd, buf, zero64, fg.const("i64", length), slot,
                              fg.const("i64", pattern), fg.const("i32", pattern_length), zero64],
                             [])
                     continue
-                if c[0] == "copy":   # null buffers name their binding-table slots
+                if c[0] == "copy":
                     _, source, target, length = c
-                    zero64 = fg.const("i64", 0)
+                    (source_slot, source_buf), (target_slot, target_buf) = \
+                        buffer(source), buffer(target)
                     fg.call("hal.command_buffer.copy_buffer",
-                            [cmd, fg.const("i32", source), fg.const("i32", target), null, zero64,
-                             null, zero64, fg.const("i64", length), zero64], [])
+                            [cmd, source_slot, target_slot, source_buf, zero64, target_buf,
+                             zero64, fg.const("i64", length), zero64], [])
                     continue
                 _, ordinal, bindings = c
                 grid = []
@@ -193,14 +205,14 @@ class ModuleGen:
                     r = fg.new("i32")
                     b.emit("global.load.i32", r, g)
                     grid.append(r)
-                # Bindings in binding order; a null buffer names its binding-table slot.
+                # Bindings in binding order, each (slot, buffer, offset, length).
                 regs: list[Reg] = []
-                for binding, slot, length in sorted(bindings):
-                    regs += [fg.const("i32", slot), null, fg.const("i64", 0),
-                             fg.const("i64", length)]
+                for binding, source, length in sorted(bindings):
+                    slot, buf = buffer(source)
+                    regs += [slot, buf, zero64, fg.const("i64", length)]
                 fg.call_variadic("hal.command_buffer.dispatch", [0, len(bindings)],
                                  [cmd, fg.executable(), fg.const("i32", ordinal), *grid,
-                                  fg.const("i64", 0), *regs], [])
+                                  zero64, *regs], [])
             fg.call("hal.command_buffer.finalize", [cmd], [])
             b.emit("global.store.ref", global_, cmd)
 

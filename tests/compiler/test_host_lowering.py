@@ -329,3 +329,31 @@ def test_loops_submit_without_waiting_until_the_host_needs_data():
     assert calls(body, "hal.device.queue.execute.indirect") == 1
     assert calls(text, "hal.fence.await") == 1
     assert text.rindex("@hal.fence.await") > text.rindex("@hal.device.queue.execute.indirect")
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+def test_recorded_segments_bind_constants_themselves(uri):
+    """A constant's buffer is bound in the recorded segment (the module's global): a call's
+    binding table holds only the call's own buffers, its argument and results here."""
+    rng = np.random.default_rng()
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    acc = rng.standard_normal(4).astype(np.float32)
+
+    def build(b, x):
+        y = b.matmul(x, b.constant(w, T(3, 5)), b.fill(0.0, b.empty(T(4, 5))))
+        return [y, b.row_sum(x, b.constant(acc, T(4)))]
+    data = compile_program(program(function("main", [T(4, 3)], build)), target=target_for(uri))
+    main = function_text(data, "main")
+    assert calls(main, "hal.device.queue.execute.indirect") == 1
+    # x, the matmul's accumulator (filled as allocated) and the row sum's (a copy of acc,
+    # made in the segment); not w or acc
+    assert "hal.device.queue.execute.indirect [3]" in main
+    init = function_text(data, "__init")
+    assert calls(init, "hal.command_buffer.copy_buffer") == 1
+    m = irtk.load(data, device=uri)
+    for _ in range(3):
+        x = rng.standard_normal((4, 3)).astype(np.float32)
+        y, s = m.main(x)
+        np.testing.assert_allclose(y, x.astype(np.float64) @ w, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(s, acc.astype(np.float64) + x.sum(axis=1), rtol=1e-5,
+                                   atol=1e-5)
