@@ -90,10 +90,11 @@ class DirectProgram:
                         return None
                     source = ref.slot
                 elif isinstance(ref.buffer, CpuBuffer):
-                    known = [i for i, b in enumerate(buffers) if b is ref.buffer]
-                    if not known:
+                    index = next((i for i, b in enumerate(buffers) if b is ref.buffer), None)
+                    if index is None:
+                        index = len(buffers)
                         buffers.append(ref.buffer)
-                    source = -1 - (known[0] if known else len(buffers) - 1)
+                    source = -1 - index
                 else:
                     return None
                 operands.append((source, ref.length, need, written))

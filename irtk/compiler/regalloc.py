@@ -74,8 +74,8 @@ class VirtualBuilder:
         """The function with physical registers; `arg_banks` are the banks of its arguments
         (the first registers of each bank), `where` its location for errors. Dead code is
         dropped first (`eliminate_dead_code`)."""
-        eliminate_dead_code(self)
-        return allocate(self, arg_banks, where)
+        _, flow = _eliminate(self)
+        return allocate(self, arg_banks, where, flow)
 
 
 def _uses_defs(op: isa.Op, operands: tuple[Any, ...]) -> tuple[list[_Var], list[_Var]]:
@@ -210,6 +210,11 @@ def eliminate_dead_code(vb: VirtualBuilder) -> int:
     (`_removable`), until none is left; the count dropped. Lowering leaves such code where a
     later phase took over a value's use: the operands of dispatches that `__init` records
     once are still computed in the call (host_batching.py)."""
+    return _eliminate(vb)[0]
+
+
+def _eliminate(vb: VirtualBuilder) -> tuple[int, _Flow]:
+    """`eliminate_dead_code`, and the flow of what is left (for `allocate`)."""
     dropped = 0
     while True:
         flow = _flow(vb)
@@ -225,7 +230,7 @@ def eliminate_dead_code(vb: VirtualBuilder) -> int:
                 live.difference_update(defs)
                 live.update(uses)
         if not dead:
-            return dropped
+            return dropped, flow
         dropped += len(dead)
         kept: list[tuple[Any, ...]] = []
         index = 0
@@ -238,8 +243,10 @@ def eliminate_dead_code(vb: VirtualBuilder) -> int:
         vb.items = kept
 
 
-def allocate(vb: VirtualBuilder, arg_banks: list[str], where: str) -> FunctionBuilder:
-    flow = _flow(vb)
+def allocate(vb: VirtualBuilder, arg_banks: list[str], where: str,
+             flow: _Flow | None = None) -> FunctionBuilder:
+    """`vb` with physical registers; `flow` is `_flow(vb)` where the caller has it."""
+    flow = flow or _flow(vb)
     ops, uses_defs = flow.ops, flow.uses_defs
     starts, ends, live_in, live_out = flow.starts, flow.ends, flow.live_in, flow.live_out
     nblocks = len(starts)
