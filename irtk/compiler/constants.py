@@ -20,6 +20,13 @@ from irtk.compiler import tir
 from irtk.compiler.cluster import Cluster, Node
 from irtk.types import SCALAR_TYPES
 
+# A new output buffer that starts as a constant of at most this many bytes (a fill's pattern, a
+# folded bias broadcast) is written by the host as it is allocated, from rodata the module
+# holds at full length, instead of by a fill or copy command on the device: the output's
+# dispatch can then be in a segment `__init` records once (host_dispatch.py), and a broadcast
+# that only starts an output is worth folding at compile time (consteval.py).
+HOST_INIT_BYTES = 16 << 10
+
 
 def fill_pattern(element_type: str, value: float | int) -> tuple[int, int] | None:
     """(pattern, pattern length in bytes) that fills a buffer of `element_type` with `value`;

@@ -14,8 +14,11 @@ used by an op that is not (a dispatch that reads the call's inputs, a return), t
 that computes it is evaluated, unless its result is larger than the tensor constants it is
 computed from (a broadcast, or a fill, which reads none: IREE's const-eval skips those too,
 since folding would grow the module rather than save work); then its own operands are
-considered instead. A
-`reshape` stays where it is (it is free) and its source is considered.
+considered instead. One exception: a broadcast of at most `HOST_INIT_BYTES` whose every use is
+as the initial value of another generic's output (an exported convolution accumulating onto its
+bias) is folded, since the host then writes it into the output's new buffer as it allocates it
+(host_dispatch.py), as it does a small fill, and the call saves a dispatch; the module grows by
+at most that much. A `reshape` stays where it is (it is free) and its source is considered.
 
 Body asserts: a `cf.assert` in a generic body that the front end could not prove is recorded
 on its generic (`attrs["asserts"]`). A generic that reads only constants is always evaluated,
@@ -33,6 +36,7 @@ import numpy as np
 
 from irtk.compiler import tir
 from irtk.compiler.body_asserts import assert_outputs, lower_data_asserts
+from irtk.compiler.constants import HOST_INIT_BYTES
 from irtk.compiler.frontend.convert import constant_dtype
 from irtk.errors import CompileError, Error
 from irtk.runtime import load
@@ -73,7 +77,11 @@ class _FunctionEvaluator:
         self.defs: dict[int, tir.Op] = {}        # constant value id -> its op
         self.needed: list[tir.Value] = []        # constant values that other ops use
         self._leaf_bytes: dict[int, dict[int, int]] = {}
+        # value id -> (the op using it, the operand's index there)
+        self._uses: dict[int, list[tuple[tir.Op, int]]] = {}
         for op in tir.walk(function.body):
+            for i, v in enumerate(op.operands):
+                self._uses.setdefault(v.id, []).append((op, i))
             if self._is_constant(op):
                 self.order.append(op)
                 for r in op.results:
@@ -131,10 +139,23 @@ class _FunctionEvaluator:
                 self._choose(s, roots)
 
     def _worth_folding(self, op: tir.Op) -> bool:
-        """Folding `op` gives results no larger than the dense constants it reads."""
+        """Folding `op` gives results no larger than the dense constants it reads, or small
+        ones that only start other generics' outputs (module docstring)."""
         leaves = self._leaves(op)
         out = sum(_nbytes(r.tensor_type) for r in op.results)
-        return bool(leaves) and out <= sum(leaves.values())
+        if not leaves:
+            return False
+        return out <= sum(leaves.values()) or (
+            out <= HOST_INIT_BYTES and all(self._only_inits(r) for r in op.results))
+
+    def _only_inits(self, v: tir.Value) -> bool:
+        """Whether `v` is used, at least once, and only as an output's initial value of a
+        generic."""
+        uses = self._uses.get(v.id, [])
+        return bool(uses) and all(
+            user.kind == "generic"
+            and user.attrs["num_inputs"] <= i < user.attrs["num_inputs"] + len(user.results)
+            for user, i in uses)
 
     def _leaves(self, op: tir.Op) -> dict[int, int]:
         """The tensor constants `op` is computed from: value id -> bytes."""

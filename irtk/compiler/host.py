@@ -110,6 +110,7 @@ class FunctionGen(ElementReads, CheckLowering, DispatchLowering, ControlFlowLowe
             global_ = self.m.constant_global(op)
             self.b.emit("global.load.ref", buf, global_)
             self.constant_buffers[buf] = global_
+            self.constant_ops[op.result.id] = op
             dims: list[int | Reg] = list(t.shape_for(np.shape(op.attrs["value"])))
             self.values[op.result.id] = TensorVal(t, buf, dims, self.plan.storage[op.result.id])
         else:

@@ -2,8 +2,9 @@
 
 Each output gets its buffer as buffer planning (stream.py) decided: the init's own (in place),
 a reused transient's, or a new one, zeroed, filled or copied from the init first. A new static
-output filled with a constant of at most `HOST_FILL_BYTES` starts as a copy of a rodata pattern
-instead of a fill command, so its segment can be one `__init` records once. Operand dims that
+output filled with a constant, or starting as a tensor constant (a folded bias broadcast), of at
+most `HOST_INIT_BYTES` starts as a copy of rodata (a pattern at full length, or the constant's
+own bytes) instead of a fill or copy command, so its segment can be one `__init` records once. Operand dims that
 index a dynamic loop directly are checked against its extent; the workgroup count is the one
 `__init` stored for a static dispatch, else the grid rule of the executable variant `__init`
 chose, evaluated on the extents.
@@ -12,19 +13,13 @@ from __future__ import annotations
 
 from irtk.compiler import kernel as K
 from irtk.compiler import tir
-from irtk.compiler.constants import fill_pattern
+from irtk.compiler.constants import HOST_INIT_BYTES, fill_pattern
 from irtk.compiler.host_batching import Command
 from irtk.compiler.host_buffers import BufferLowering
 from irtk.compiler.host_values import TensorVal
 from irtk.compiler.module_context import Launch
 from irtk.errors import CompileError
 from irtk.vm.writer import Reg
-
-# Outputs filled with a constant of at most this many bytes start as a copy of rodata when
-# their buffer is allocated, instead of a fill command on the device: their dispatch can then
-# be a recorded segment re-submitted with a binding table (see `allocate_filled`).
-HOST_FILL_BYTES = 16 << 10
-
 
 class DispatchLowering(BufferLowering):
     def op_dispatch(self, op: tir.Op) -> None:
@@ -59,34 +54,54 @@ class DispatchLowering(BufferLowering):
             pattern = fill_pattern(out.type.element_type, op.attrs["fills"][k])
             assert pattern is not None, "fill fusion and split reductions make only fills " \
                 "that a pattern writes"
+        copy = plan.mode == "copy"
+        constant = self.initial_constant(op, k, out) if copy else None
         if plan.reuse is not None and plan.reuse in self.storage_buffers:
             out.buffer = self.storage_buffers[plan.reuse]
         elif pattern is not None and (size := self.host_fill_bytes(out)) is not None:
             out.buffer = self.allocate_filled(size, *pattern)
             pattern = None  # filled on the host: no device fill in the segment
+        elif constant is not None:
+            out.buffer = self.allocate_initialized(*self.m.constant_rodata(constant))
+            copy = False    # written on the host: no device copy in the segment
         else:
             out.buffer = self.allocate(self.word_length(out))
         self.storage_buffers[storage] = out.buffer
         if pattern is not None:
             self.fill(out, *pattern)
-        elif plan.mode == "copy":
+        elif copy:
             self.copy(init, out)
         return out
 
     def host_fill_bytes(self, tv: TensorVal) -> int | None:
         """The byte size of `tv` when a new buffer for it starts filled from rodata: static
-        and at most HOST_FILL_BYTES (the module holds the pattern at full length); else None."""
+        and at most HOST_INIT_BYTES (the module holds the pattern at full length); else None."""
         size = self.static_byte_length(tv)
-        return size if size is not None and 0 < size <= HOST_FILL_BYTES else None
+        return size if size is not None and 0 < size <= HOST_INIT_BYTES else None
+
+    def initial_constant(self, op: tir.Op, k: int, out: TensorVal) -> tir.Op | None:
+        """The tensor constant that output `k` of `op` starts as, when the host writes it into
+        the new buffer: at most HOST_INIT_BYTES, static, whole 32-bit words (the buffer's
+        allocated length); else None."""
+        constant = self.constant_ops.get(op.operands[op.attrs["num_inputs"] + k].id)
+        size = self.host_fill_bytes(out)
+        if constant is None or size is None or size % 4:
+            return None
+        return constant
 
     def allocate_filled(self, byte_size: int, pattern: int, pattern_length: int) -> Reg:
         """A new buffer of `byte_size` holding `pattern` repeated, written by the host as it is
-        allocated (`hal.allocator.allocate.initialized` from rodata). The buffer is new, so no
-        queued work can touch it; a segment without a fill can be a recorded one."""
+        allocated (`allocate_initialized`)."""
         size = -(-byte_size // 4) * 4
         data = pattern.to_bytes(pattern_length, "little") * (size // pattern_length)
+        return self.allocate_initialized(self.m.blob(f"fill{pattern_length}", data), size)
+
+    def allocate_initialized(self, rodata: int, size: int) -> Reg:
+        """A new buffer of `size` bytes holding rodata segment `rodata`, written by the host as
+        it is allocated (`hal.allocator.allocate.initialized`). The buffer is new, so no queued
+        work can touch it; a segment without a fill or copy can be a recorded one."""
         src = self.new("ref")
-        self.b.emit("const.ref.rodata", src, self.m.blob(f"fill{pattern_length}", data))
+        self.b.emit("const.ref.rodata", src, rodata)
         buf = self.new("ref")
         zero, zero64 = self.const("i32", 0), self.const("i64", 0)
         self.call("hal.allocator.allocate.initialized",

@@ -34,6 +34,9 @@ class HostFunction:
         # The registers holding a constant tensor's buffer, and the global it was loaded from:
         # a recorded segment binds such a buffer itself, not through a binding-table slot.
         self.constant_buffers: dict[Reg, int] = {}
+        # Tensor constants by value id: a small one that starts an output is written into the
+        # output's new buffer from its rodata (host_dispatch.py).
+        self.constant_ops: dict[int, tir.Op] = {}
         self.terminated = False
 
     def region(self, region: tir.Region) -> None:

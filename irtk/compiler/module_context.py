@@ -44,6 +44,11 @@ class ModuleContext(Protocol):
         """The global holding the buffer of tensor constant `op`, uploaded by `__init`."""
         ...
 
+    def constant_rodata(self, op: tir.Op) -> tuple[int, int]:
+        """(rodata segment, byte length) of tensor constant `op`'s bytes: the segment its
+        upload in `__init` reads too."""
+        ...
+
     def global_(self, name: str, op: tir.Op) -> int:
         """The global of `util.global` `name` (CompileError, located at `op`, if none)."""
         ...

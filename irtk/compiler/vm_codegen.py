@@ -137,6 +137,10 @@ class ModuleGen:
             self.constants[key] = (self.w.add_global("ref"), op)
         return self.constants[key][0]
 
+    def constant_rodata(self, op: tir.Op) -> tuple[int, int]:
+        data = tensor_bytes(np.asarray(op.attrs["value"]), op.result.tensor_type, op.location)
+        return self.blob(f"constant{len(self.w._rodata)}", data), len(data)
+
     def global_(self, name: str, op: tir.Op) -> int:
         if name in self.bad_globals:
             raise CompileError(self.bad_globals[name])
@@ -337,9 +341,8 @@ class ModuleGen:
         (`hal.allocator.import`, the CPU drivers), and copies them where it cannot (Vulkan),
         as IREE's constant upload does."""
         src = fg.new("ref")
-        fg.b.emit("const.ref.rodata", src,
-                  self.w.add_rodata(f"constant{len(self.w._rodata)}", "application/octet-stream",
-                                    data))
+        # One segment per content: an output that starts as this constant reads it too.
+        fg.b.emit("const.ref.rodata", src, self.blob(f"constant{len(self.w._rodata)}", data))
         buf = fg.new("ref")
         zero = fg.const("i32", 0)
         args = [fg.allocator(), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),

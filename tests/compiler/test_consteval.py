@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import irtk
+from irtk.compiler.constants import HOST_INIT_BYTES
 from tests.conftest import all_device_uris, target_for
 
 
@@ -187,6 +188,47 @@ def test_a_transposed_weight_is_folded_and_a_broadcast_or_fill_is_not(rng):
     np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5,
                                atol=1e-6)
     np.testing.assert_array_equal(bb, np.broadcast_to(b, (64, 3)))
+
+
+def _bias_start_program(w: np.ndarray, b: np.ndarray, rows: int, return_bias: bool) -> str:
+    """x @ w accumulated onto b broadcast over `rows` rows (a convolution or linear layer as
+    exporters write it: the bias broadcast is the output's initial value)."""
+    k, n = w.shape
+    results = f"tensor<{rows}x{n}xf32>" + (f", tensor<{rows}x{n}xf32>" if return_bias else "")
+    ret = "%y, %bb" if return_bias else "%y"
+    return f"""func.func @main(%x: tensor<{rows}x{k}xf32>) -> ({results}) {{
+  %w = arith.constant {_dense(w)} : tensor<{k}x{n}xf32>
+  %b = arith.constant {_dense(b)} : tensor<{n}xf32>
+  %eb = tensor.empty() : tensor<{rows}x{n}xf32>
+  %bb = linalg.broadcast ins(%b : tensor<{n}xf32>) outs(%eb : tensor<{rows}x{n}xf32>) dimensions = [0]
+  %y = linalg.matmul ins(%x, %w : tensor<{rows}x{k}xf32>, tensor<{k}x{n}xf32>) outs(%bb : tensor<{rows}x{n}xf32>) -> tensor<{rows}x{n}xf32>
+  return {ret} : {results}
+}}
+"""
+
+
+@pytest.mark.parametrize("uri", all_device_uris())
+@pytest.mark.parametrize("rows, return_bias, folded", [
+    (16, False, True),                         # small, only the matmul's start: folded
+    (HOST_INIT_BYTES // 16 + 1, False, False),  # over the limit: the broadcast stays
+    (16, True, False),                         # returned as well: it stays
+])
+def test_a_small_broadcast_that_only_starts_an_output_is_folded(uri, rows, return_bias, folded,
+                                                                rng):
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    text = _bias_start_program(w, b, rows, return_bias)
+    after = dumps(text)["const-eval"]
+    assert ("linalg.broadcast" not in after and after.count("linalg.generic") == 1) == folded, \
+        after
+    data = irtk.compile_str(text, target=target_for(uri))
+    for _ in range(2):   # each call starts from the bias, not the last call's result
+        x = rng.standard_normal((rows, 3)).astype(np.float32)
+        got = irtk.load(data, uri).main(x)
+        y = got[0] if return_bias else got
+        np.testing.assert_allclose(y, x.astype(np.float64) @ w + b, rtol=1e-5, atol=1e-5)
+        if return_bias:
+            np.testing.assert_array_equal(got[1], np.broadcast_to(b, (rows, 4)))
 
 
 def test_a_folded_scalar_tensor_keeps_its_rank(rng):

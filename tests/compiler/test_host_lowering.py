@@ -13,7 +13,7 @@ import pytest
 import irtk
 from irtk.compiler import tir
 from irtk.compiler.driver import compile_program, parse_dump_phases
-from irtk.compiler.host_dispatch import HOST_FILL_BYTES
+from irtk.compiler.constants import HOST_INIT_BYTES
 from irtk.compiler.kernel import Op
 from irtk.compiler.module_context import ModuleContext
 from irtk.compiler.vm_codegen import ModuleGen
@@ -107,7 +107,7 @@ def assert_recorded_once(data: bytes, command: str) -> None:
 
 @pytest.mark.parametrize("uri", all_device_uris())
 def test_large_static_fills_are_recorded_once_with_their_target_a_slot(uri):
-    rows = HOST_FILL_BYTES // 4 + 1  # an f32 output just over the rodata limit
+    rows = HOST_INIT_BYTES // 4 + 1  # an f32 output just over the rodata limit
     data = compile_program(P.reduction_program(rows, 2), target=target_for(uri))
     assert_recorded_once(data, "hal.command_buffer.fill_buffer")
     m = irtk.load(data, device=uri)
@@ -332,27 +332,31 @@ def test_loops_submit_without_waiting_until_the_host_needs_data():
 
 
 @pytest.mark.parametrize("uri", all_device_uris())
-def test_recorded_segments_bind_constants_themselves(uri):
+@pytest.mark.parametrize("rows", [4, HOST_INIT_BYTES // 4 + 1])
+def test_recorded_segments_bind_constants_themselves(uri, rows):
     """A constant's buffer is bound in the recorded segment (the module's global): a call's
-    binding table holds only the call's own buffers, its argument and results here."""
+    binding table holds only the call's own buffers, its argument and results here. The row
+    sum starts from the constant acc: written as its buffer is allocated when small, else a
+    copy in the segment whose source is acc's global."""
     rng = np.random.default_rng()
     w = rng.standard_normal((3, 5)).astype(np.float32)
-    acc = rng.standard_normal(4).astype(np.float32)
+    acc = rng.standard_normal(rows).astype(np.float32)
 
     def build(b, x):
-        y = b.matmul(x, b.constant(w, T(3, 5)), b.fill(0.0, b.empty(T(4, 5))))
-        return [y, b.row_sum(x, b.constant(acc, T(4)))]
-    data = compile_program(program(function("main", [T(4, 3)], build)), target=target_for(uri))
+        y = b.matmul(x, b.constant(w, T(3, 5)), b.fill(0.0, b.empty(T(rows, 5))))
+        return [y, b.row_sum(x, b.constant(acc, T(rows)))]
+    data = compile_program(program(function("main", [T(rows, 3)], build)),
+                           target=target_for(uri))
     main = function_text(data, "main")
+    small = rows * 4 <= HOST_INIT_BYTES
     assert calls(main, "hal.device.queue.execute.indirect") == 1
-    # x, the matmul's accumulator (filled as allocated) and the row sum's (a copy of acc,
-    # made in the segment); not w or acc
+    # x, the matmul's accumulator and the row sum's; not w or acc
     assert "hal.device.queue.execute.indirect [3]" in main
     init = function_text(data, "__init")
-    assert calls(init, "hal.command_buffer.copy_buffer") == 1
+    assert calls(init, "hal.command_buffer.copy_buffer") == (0 if small else 1)
     m = irtk.load(data, device=uri)
     for _ in range(3):
-        x = rng.standard_normal((4, 3)).astype(np.float32)
+        x = rng.standard_normal((rows, 3)).astype(np.float32)
         y, s = m.main(x)
         np.testing.assert_allclose(y, x.astype(np.float64) @ w, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(s, acc.astype(np.float64) + x.sum(axis=1), rtol=1e-5,
