@@ -242,16 +242,18 @@ def matmul(m: int, n: int, k: int) -> Kernel:
 def test_swiftshader_matmul_inputs_of_one_window_are_texel_views():
     """On the swiftshader profile A and B are single texel views where each fits one window
     (512 x 512 f32 is 1 MiB, exactly 65536 texels), read with the wide loads texel fetches
-    allow; a 2 MiB A stays a storage buffer (and its loads narrow), B still a view."""
+    allow; a 2 MiB A is read through windows instead (4 views: test_matmul_windows.py has the
+    rule), B still one view."""
     profile = VULKAN_PROFILES["swiftshader"]
     square = compile_kernel(matmul(512, 512, 512), profile)
     assert square.strategy == "matmul" and square.texel_bindings == (0, 1)
     assert square.texel_windows == {} and "texel_array_indexing" not in square.requirements
     tall = compile_kernel(matmul(1024, 512, 512), profile)
-    assert tall.texel_bindings == (1,)
+    assert tall.texel_bindings == (0, 1) and tall.texel_windows == {0: 4}
     from irtk.compiler.codegen.spirv.matmul import matmul_tiling
     t = matmul_tiling(matmul(1024, 512, 512), profile)
-    assert t.texel_views == {1} and t.b_wide and not t.a_wide
+    assert t.texel_views == {1} and t.texel_windows == ((0, 4),) and t.b_chunk == 0
+    assert t.b_wide and t.a_wide
     assert matmul_tiling(matmul(512, 512, 512), VULKAN_PROFILES["default"]).texel_views == set()
 
 

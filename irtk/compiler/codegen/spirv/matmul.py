@@ -34,12 +34,14 @@ from dataclasses import dataclass
 
 from spirv.tables import (BuiltIn, Capability, GLSLstd450, Op as SpvOp, Scope)
 
-from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op
+from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op, Operand
 from irtk.compiler.targets import VulkanProfile
+from irtk.types import SCALAR_TYPES
 
 from .executable import SpirvKernel
 from .fallback import delinearize, emit_if, emit_loop
-from .interface import ShaderInterface, barrier, fits_one_view, shared_array, shared_pointer
+from .interface import (ShaderInterface, add_windows, barrier, fits_one_view, shared_array,
+                        shared_pointer)
 from .typed_ops import emit_typed, register_class, round_float, wrap
 
 MIN_EXTENT = 8
@@ -69,6 +71,10 @@ class Tiling:
     # bindings read as one texel view where the profile reads inputs as storage buffers
     # (texel-window profiles, inputs of at most one window: `fits_one_view`)
     texel_views: frozenset[int] = frozenset()
+    # broadcast variant, larger inputs: (binding, views) read through texel windows
+    # (`contraction_windows`), and the k values B's window serves before the next is picked
+    texel_windows: tuple[tuple[int, int], ...] = ()
+    b_chunk: int = 0
 
     @property
     def invocations(self) -> int:
@@ -224,12 +230,65 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
     # Wide loads: 64-bit storage loads (lavapipe before texel buffers), or texel fetches.
     if tiling.broadcast and tiling.rn == 8:
         wide = profile.int64 or profile.texel_buffer_loads
+        fetched = views | {b for b, _ in contraction_windows(kernel, c, tiling, profile, views)[0]}
         tiling = dataclasses.replace(
-            tiling, b_wide=(wide or kernel.inputs[c.b].binding in views)
+            tiling, b_wide=(wide or kernel.inputs[c.b].binding in fetched)
             and aligned_along(kernel, c, c.b, c.n, 8),
-            a_wide=(wide or kernel.inputs[c.a].binding in views)
+            a_wide=(wide or kernel.inputs[c.a].binding in fetched)
             and aligned_along(kernel, c, c.a, c.k, 2))
+    if tiling.broadcast:
+        windows, b_chunk = contraction_windows(kernel, c, tiling, profile, views)
+        tiling = dataclasses.replace(tiling, texel_windows=windows, b_chunk=b_chunk)
     return dataclasses.replace(tiling, texel_views=views)
+
+
+def contraction_windows(kernel: Kernel, c: Contraction, t: Tiling, profile: VulkanProfile,
+                        views: frozenset[int]) -> tuple[tuple[tuple[int, int], ...], int]:
+    """A and B of the broadcast variant read through texel windows (docs/codegen_spirv.md,
+    "Contractions"), on profiles with windows, where they are larger than one view: A's window
+    is picked once per workgroup (its RM rows over all of k must lie in half a window), B's once
+    per `b_chunk` k values (a multiple of the variant's block of k values, as many as half a
+    window holds with the workgroup's columns). Each operand: static, 32-bit, read-only, its
+    binding not shared with the other, no negative coefficient (the workgroup's first
+    indices address its lowest word). Returns ((binding, views) pairs, b_chunk; 0: B keeps a
+    storage buffer)."""
+    window = profile.texel_window
+    if not window or not kernel.is_static:
+        return (), 0
+    ranges = kernel.static_ranges
+    half_words = 4 * (window // 2) - 3     # words of half a window, wherever the first falls
+    written = {o.binding for o in kernel.outputs}
+    a, b = kernel.inputs[c.a], kernel.inputs[c.b]
+    span = 2 * t.tn // t.rn if t.a_wide else t.tn // t.rn   # k values per block
+
+    def form(which: int) -> list[int] | None:
+        operand = kernel.inputs[which]
+        found = linear_form(kernel, which)
+        if found is None or operand.binding in views or operand.binding in written \
+                or a.binding == b.binding or SCALAR_TYPES[operand.element_type].storage_bits != 32 \
+                or min(found[0]) < 0:
+            return None
+        return found[0]
+
+    def reach(coeffs: list[int], k_values: int) -> int:
+        """Words from the workgroup's first to its last, over `k_values` k values."""
+        covered = {c.m: min(t.tm, ranges[c.m]), c.n: min(t.tn, ranges[c.n]), c.k: k_values}
+        return sum(coeffs[d] * (covered.get(d, 1) - 1) for d in range(len(ranges))) + 1
+
+    out: dict[int, int] = {}
+    coeffs_a = form(c.a)
+    if coeffs_a is not None and reach(coeffs_a, ranges[c.k]) <= half_words:
+        add_windows(out, a, profile)
+    b_chunk = 0
+    coeffs_b = form(c.b)
+    if coeffs_b is not None:
+        chunk = min(ranges[c.k], half_words) // span * span
+        while chunk >= span and reach(coeffs_b, chunk) > half_words:
+            chunk -= span
+        if chunk >= span:
+            add_windows(out, b, profile)
+            b_chunk = chunk if b.binding in out else 0
+    return tuple(sorted(out.items())), b_chunk
 
 
 def compile_matmul(kernel: Kernel, profile: VulkanProfile) -> SpirvKernel | None:
@@ -287,6 +346,7 @@ class _Generator:
     def __init__(self, kernel: Kernel, profile: VulkanProfile, c: Contraction, t: Tiling):
         self.kernel, self.c, self.t = kernel, c, t
         self.iface = ShaderInterface(kernel, profile, (t.invocations, 1, 1),
+                                     texel_windows=dict(t.texel_windows),
                                      texel_views=t.texel_views)
         self.e = self.iface.e
 
@@ -510,6 +570,19 @@ class _Generator:
                 return [self._loaded(c.b, loops_at(e.i32c(0), cols[s], k_j))
                         for s in range(t.rn)]
 
+            windows = dict(t.texel_windows)
+
+            def select(operand: Operand, k_index: int) -> None:
+                """Read `operand` through the window holding the workgroup's reads from
+                k_index on: its first word is the one at (m0, n0, k_index)."""
+                word = e.op(SpvOp.Bitcast, e.u32, iface.operand_offset(
+                    operand, loops_at(m0, n0, k_index)))
+                iface.select_window(operand.binding,
+                                    e.op(SpvOp.ShiftRightLogical, e.u32, word, e.u32c(2)))
+            a_in, b_in = kernel.inputs[c.a], kernel.inputs[c.b]
+            if a_in.binding in windows:
+                select(a_in, e.i32c(0))
+
             def block(kb: int) -> None:
                 k0 = e.op(SpvOp.IMul, e.i32, kb, e.i32c(span))
                 if t.a_wide:  # lane l holds k0 + 2l and k0 + 2l + 1
@@ -533,8 +606,22 @@ class _Generator:
                 for r in range(t.rm):
                     for s in range(t.rn):
                         e.store(accs[r][s], current[r][s])
-            emit_loop(e, full, block)
+            if b_in.binding in windows:
+                per = t.b_chunk // span     # blocks per window of B
+
+                def chunk(ch: int) -> None:
+                    first = e.op(SpvOp.IMul, e.i32, ch, e.i32c(per))
+                    select(b_in, e.op(SpvOp.IMul, e.i32, first, e.i32c(span)))
+                    count = e.glsl(e.i32, GLSLstd450.SMin, e.i32c(per),
+                                   e.op(SpvOp.ISub, e.i32, full, first))
+                    emit_loop(e, count, lambda i: block(e.op(SpvOp.IAdd, e.i32, first, i)))
+                emit_loop(e, e.op(SpvOp.SDiv, e.i32, e.op(SpvOp.IAdd, e.i32, full,
+                                                          e.i32c(per - 1)), e.i32c(per)), chunk)
+            else:
+                emit_loop(e, full, block)
             done = e.op(SpvOp.IMul, e.i32, full, e.i32c(span))
+            if b_in.binding in windows:
+                select(b_in, done)
 
             def tail(i: int) -> None:
                 kk = e.op(SpvOp.IAdd, e.i32, done, i)
