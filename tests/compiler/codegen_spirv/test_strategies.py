@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from irtk.compiler.codegen.spirv import compile_kernel
 from irtk.compiler.kernel import AffineMap, Kernel, Op, Operand, Param
+from irtk.compiler.targets import VULKAN_PROFILES
 
 from .kernels import identity, multiply_accumulate, projection, row_reduce
 from .reference import run_reference
@@ -69,7 +71,30 @@ def test_matmul_f32_edges(vulkan, rng, m, n, k):
 
 def test_matmul_strategy_is_chosen_for_large_contractions(vulkan):
     assert vulkan.compile(matmul(64, 64, 64)).strategy == "matmul"
-    assert vulkan.compile(matmul(4, 64, 64)).strategy != "matmul"
+    # Few rows (a batch-1 linear layer) still take it on these CPU-based drivers (one block of
+    # m rows per workgroup), not on GPU profiles; few columns never do.
+    assert vulkan.compile(matmul(1, 64, 64)).strategy == "matmul"
+    assert vulkan.compile(matmul(64, 4, 64)).strategy != "matmul"
+    assert compile_kernel(matmul(1, 64, 64), VULKAN_PROFILES["default"]).strategy != "matmul"
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 256, 784), (2, 250, 77), (3, 10, 256), (1, 33, 9)])
+def test_matmuls_of_few_rows_give_the_sequential_result(vulkan, rng, m, n, k):
+    """Matrix-vector products and other contractions of fewer than 4 rows: one block of m rows
+    (8 columns per lane where n gives every lane 8, partial blocks otherwise), each output's
+    products added in k order, every step rounded to float32 (bit for bit)."""
+    from irtk.compiler.codegen.spirv.matmul import matmul_tiling
+    kernel = matmul(m, n, k)
+    t = matmul_tiling(kernel, vulkan.profile)
+    assert t is not None and t.rm == m and vulkan.compile(kernel).strategy == "matmul"
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    init = rng.standard_normal((m, n)).astype(np.float32)
+    got = vulkan.run(kernel, [a, b], initial=[init])[0].astype(np.float32)
+    acc = init.copy()
+    for kk in range(k):
+        acc = (acc + (a[:, kk:kk + 1] * b[kk:kk + 1, :]).astype(np.float32)).astype(np.float32)
+    np.testing.assert_array_equal(got, acc)
 
 
 @pytest.mark.parametrize("in_type, acc", [("i8", "i32"), ("f16", "f32"), ("i32", "i32")])

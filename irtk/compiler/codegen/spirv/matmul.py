@@ -24,8 +24,9 @@ loops nested in order for convolutions), each step rounded: the sequential order
 requires of float reductions with a computed addend. Stores are bounds-checked.
 
 Selection: matmul when m and n have at least `MIN_EXTENT` points and k at least `MIN_K`
-(dynamic extents count as large); convolution for any recognized kernel with several reduction
-loops.
+(dynamic extents count as large), any m on CPU-based devices with a fixed subgroup size
+(`few_rows`: one block of m rows); convolution for any recognized kernel with several
+reduction loops.
 """
 from __future__ import annotations
 
@@ -112,6 +113,12 @@ def tiling_for(profile: VulkanProfile, m: Extent = 0, n: Extent = 0, k: Extent =
             return next((b for b in sizes if extent >= 4 * b * unit), sizes[-1])
         if profile.subgroup_size and profile.subgroup_ballot:
             rm, rn = pick(m, (16, 8, 4), 1, 8), pick(n, (4, 2, 1), lanes // 2, 4)
+            if isinstance(m, int) and 0 < m < 4:
+                # A matrix-vector product (a batch-1 linear layer): one block of m rows, and
+                # 8 columns per lane (wide loads of B) where n gives every lane 8.
+                rm = m
+                if isinstance(n, int) and n >= 8 * lanes:
+                    rn = 8
             if not rounded and rm == 16 and rn == 4 and isinstance(m, int) and \
                     isinstance(n, int) and isinstance(k, int) and min(m, n, k) > 0 and \
                     m * n * k >= LARGE_WORK and m >= 4 * 32 and n >= 16 * lanes:
@@ -211,7 +218,7 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
     ranges = kernel.loop_ranges
     for d, least in ((c.m, MIN_EXTENT), (c.n, MIN_EXTENT), (c.k, MIN_K)):
         extent = ranges[d]
-        if isinstance(extent, int) and extent < least:
+        if isinstance(extent, int) and extent < least and not (d == c.m and few_rows(profile)):
             return None
     rounded = register_class(c.acc_type) != c.acc_type
     tiling = tiling_for(profile, ranges[c.m], ranges[c.n], ranges[c.k], rounded=rounded)
@@ -219,8 +226,9 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
         # Texel fetches are cheap enough that sharing A through broadcasts no longer pays:
         # 4 k values of A and 4 columns of B per fetch (docs/codegen_spirv.md, "Contractions").
         lanes = profile.subgroup_size or 8
-        return Tiling(TEXEL_RM, TEXEL_RN * lanes, 1, TEXEL_RM, TEXEL_RN, shared=False,
-                      vector=True)
+        m_extent = ranges[c.m]
+        rm = min(TEXEL_RM, m_extent) if isinstance(m_extent, int) else TEXEL_RM
+        return Tiling(rm, TEXEL_RN * lanes, 1, rm, TEXEL_RN, shared=False, vector=True)
     if not tiling.shared and not tiling.broadcast and vector_friendly(kernel, c):
         tiling = Tiling(tiling.tm, tiling.tn, 1, tiling.rm, tiling.rn, shared=False, vector=True)
     # SwiftShader: A and B as texel buffers where each fits one view; a texel fetch is one
@@ -240,6 +248,14 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
         windows, b_chunk = contraction_windows(kernel, c, tiling, profile, views)
         tiling = dataclasses.replace(tiling, texel_windows=windows, b_chunk=b_chunk)
     return dataclasses.replace(tiling, texel_views=views)
+
+
+def few_rows(profile: VulkanProfile) -> bool:
+    """Whether contractions of fewer than MIN_EXTENT rows (m) take the matmul strategy: on
+    CPU-based devices with a fixed subgroup size, whose direct variants keep one block of m
+    rows per workgroup (matrix-vector products: the fallback's per-lane loads of B cost
+    twice as much)."""
+    return bool(profile.cpu_device and profile.subgroup_size and profile.subgroup_ballot)
 
 
 def contraction_windows(kernel: Kernel, c: Contraction, t: Tiling, profile: VulkanProfile,
