@@ -290,6 +290,44 @@ def test_shifts_by_32_or_more(vulkan):
         assert list(got) == want, name
 
 
+@pytest.mark.parametrize("amount", [0, 1, 23, 31, 40])
+def test_shifts_left_by_a_constant_are_multiplies_with_the_same_bits(vulkan, rng, amount):
+    """A left shift of a 32-bit value by a constant is emitted as a multiply by the power of
+    two (SwiftShader takes vector shifts lane by lane: emitter.py): no OpShiftLeftLogical is
+    left, and every value wraps as the shift would, the extremes included. A constant amount
+    of 32 or more folds to 0, as a variable one gives (test_shifts_by_32_or_more)."""
+    import irtk
+    n = 4096
+    mlir = f"""func.func @main(%x: tensor<{n}xi32>) -> tensor<{n}xi32> {{
+  %c = arith.constant {amount} : i32
+  %e = tensor.empty() : tensor<{n}xi32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(a) -> (a)>, affine_map<(a) -> (a)>],
+       iterator_types = ["parallel"]}} ins(%x : tensor<{n}xi32>) outs(%e : tensor<{n}xi32>) {{
+  ^bb0(%v: i32, %o: i32):
+    %s = arith.shli %v, %c : i32
+    linalg.yield %s : i32
+  }} -> tensor<{n}xi32>
+  return %r : tensor<{n}xi32>
+}}"""
+    x = rng.integers(INT_MIN, INT_MAX, n, dtype=np.int64, endpoint=True).astype(np.int32)
+    x[:6] = [0, 1, -1, INT_MIN, INT_MAX, 0x40000000]
+    data = irtk.compile_str(mlir, target="vulkan-spirv", vulkan_target=vulkan.profile.name)
+    m = irtk.load(data, device=f"vulkan://{vulkan.name}")
+    wrapped = (x.astype(np.int64) << min(amount, 32)) & 0xFFFFFFFF
+    np.testing.assert_array_equal(m.main(x), wrapped.astype(np.uint32).view(np.int32))
+    text = tools.disassemble(_constant_shift_kernel(vulkan.profile, amount).code)
+    assert "OpShiftLeftLogical" not in text
+
+
+def _constant_shift_kernel(profile, amount: int):
+    """x << amount with the amount a constant of the body."""
+    kernel = Kernel("shl", (8,), [Operand(0, "i32", (8,), identity(1))],
+                    [Operand(1, "i32", (8,), identity(1))],
+                    [Op("arith.constant", (), "i32", int_value=amount),
+                     Op("arith.shli", (0, 2), "i32")], [3], ("parallel",))
+    return compile_kernel(kernel, profile)
+
+
 def test_absi_wraps_at_int_min(vulkan):
     x = np.array([5, -5, 0, INT_MIN, INT_MAX], np.int32)
     got, = vulkan.run(single_op("math.absi", ["i32"], "i32", shape=(5,)), [x])

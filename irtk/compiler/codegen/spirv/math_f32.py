@@ -83,6 +83,29 @@ class F32:
             p = self.fma(p, t, self.c(coeff))
         return p
 
+    def round_even(self, t: int) -> int:
+        """t rounded to the nearest integer, ties to even, for |t| < 2**22: (t + 1.5 * 2**23)
+        - 1.5 * 2**23, exact ops (SwiftShader takes GLSL RoundEven far slower than two adds)."""
+        magic = self.c(1.5 * 2.0 ** 23)
+        return self.sub(self.add(t, magic), magic)
+
+    def floor_half(self, k: int) -> int:
+        """floor(k / 2) of an i32 k with |k| < 2**24, through f32 (exact): an arithmetic right
+        shift is taken lane by lane on SwiftShader (see emitter.py)."""
+        e = self.e
+        return e.op(SpvOp.ConvertFToS, e.i32, self.glsl(GLSLstd450.Floor, self.mul(
+            e.op(SpvOp.ConvertSToF, e.f32, k), self.c(0.5))))
+
+    def shift_right(self, v: int, c: int) -> int:
+        """v >> c, arithmetic, for an i32 v and 8 <= c < 32, through f32: v with its low c bits
+        cleared is q * 2**c with |q| <= 2**(31 - c), exact in f32, and so is the scaling
+        (SwiftShader takes a shift lane by lane: see `floor_half`)."""
+        assert 8 <= c < 32, "exact in f32 only for shifts of at least 8 bits"
+        e = self.e
+        cleared = e.op(SpvOp.BitwiseAnd, e.i32, v, e.i32c(-(1 << c)))
+        return e.op(SpvOp.ConvertFToS, e.i32, self.mul(e.op(SpvOp.ConvertSToF, e.f32, cleared),
+                                                       self.c(2.0 ** -c)))
+
     def less(self, a: int, b: float) -> int:
         return self.e.op(SpvOp.FOrdLessThan, self.e.bool, a, self.c(b))
 
@@ -115,7 +138,7 @@ class F32:
 
 def _reduce(f: F32, x: int) -> tuple[int, int]:
     """x = k ln2 + r with |r| <= ln2/2 (x clamped to a range where k fits); (i32 k, r)."""
-    kf = f.glsl(GLSLstd450.RoundEven, f.mul(x, f.c(LOG2E_HI)))
+    kf = f.round_even(f.mul(x, f.c(LOG2E_HI)))
     r = f.sub(f.sub(x, f.mul(kf, f.c(LN2_HI))), f.mul(kf, f.c(LN2_LO)))
     return f.e.op(SpvOp.ConvertFToS, f.e.i32, kf), r
 
@@ -129,7 +152,7 @@ def scale_pow2(f: F32, k: int, p: int) -> int:
     """(1 + p) * 2**k for k in [-150, 128], in two exponent steps (each a normal power of
     two) so overflow and subnormal results round once at the end."""
     e = f.e
-    k1 = e.op(SpvOp.ShiftRightArithmetic, e.i32, k, e.i32c(1))
+    k1 = f.floor_half(k)
     s1, s2 = f.pow2(k1), f.pow2(e.op(SpvOp.ISub, e.i32, k, k1))
     return f.mul(f.fma(s2, p, s2), s1)
 
@@ -149,7 +172,7 @@ def exp2(e: Emitter, x: int) -> int:
     """2**x: k = round(x), r = (x - k) ln2 with ln2 in two parts."""
     f = F32(e)
     xc = f.clamp(x, -151.0, 129.0)
-    kf = f.glsl(GLSLstd450.RoundEven, xc)
+    kf = f.round_even(xc)
     d = f.sub(xc, kf)
     r = f.fma(d, f.c(LN2_F_HI), f.mul(d, f.c(LN2_F_LO)))
     k = e.op(SpvOp.ConvertFToS, e.i32, kf)
@@ -217,8 +240,7 @@ def split_exponent(f: F32, x: int) -> tuple[int, int]:
     sub = e.op(SpvOp.ULessThan, e.bool, bits, e.u32c(0x00800000))
     bits = e.select(e.u32, sub, e.f32_bits(e.op(SpvOp.ConvertUToF, e.f32, bits)), bits)
     ibits = e.op(SpvOp.Bitcast, e.i32, bits)
-    k = e.op(SpvOp.ShiftRightArithmetic, e.i32,
-             e.op(SpvOp.ISub, e.i32, ibits, e.i32c(0x3F3504F3)), e.i32c(23))
+    k = f.shift_right(e.op(SpvOp.ISub, e.i32, ibits, e.i32c(0x3F3504F3)), 23)
     m = e.op(SpvOp.Bitcast, e.f32, e.op(SpvOp.ISub, e.i32, ibits,
                                          e.op(SpvOp.ShiftLeftLogical, e.i32, k, e.i32c(23))))
     k = e.op(SpvOp.IAdd, e.i32, k, e.select(e.i32, sub, e.i32c(-149), e.i32c(0)))

@@ -122,7 +122,7 @@ def pow_magnitude(e: Emitter, ax: int, y: int) -> int:
     in_range = f.less(f.glsl(GLSLstd450.FAbs, th), 200.0)
     tl = e.select(e.f32, in_range, tl, f.c(0.0))
     th = f.clamp(th, -200.0, 200.0)
-    kf = f.glsl(GLSLstd450.RoundEven, th)
+    kf = f.round_even(th)
     d = f.add(f.sub(th, kf), tl)
     r = f.add(f.mul(d, f.c(LN2_F_HI)), f.mul(d, f.c(LN2_F_LO)))
     k = e.op(SpvOp.ConvertFToS, e.i32, kf)

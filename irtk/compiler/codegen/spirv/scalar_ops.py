@@ -285,6 +285,14 @@ def _shift(e: Emitter, c: OpCall, opcode: SpvOp) -> int:
     a, b = c.args
     if c.result_type == "i1":  # every nonzero amount is >= the width 1
         return a if opcode == SpvOp.ShiftRightArithmetic else e.and_(a, e.not_(b))
+    known = e.b.constant_value(b)
+    if isinstance(known, int) and not isinstance(known, bool):   # a constant amount: folded
+        amount_bits = known & 0xFFFFFFFF
+        if amount_bits < 32:
+            return e.op(opcode, e.i32, a, e.i32c(amount_bits))
+        if opcode == SpvOp.ShiftRightArithmetic:
+            return e.op(opcode, e.i32, a, e.i32c(31))
+        return e.i32c(0)
     too_far = e.op(SpvOp.UGreaterThanEqual, e.bool, e.op(SpvOp.Bitcast, e.u32, b), e.u32c(32))
     amount = e.op(SpvOp.BitwiseAnd, e.i32, b, e.i32c(31))
     if opcode == SpvOp.ShiftRightArithmetic:
