@@ -4,10 +4,10 @@ Each output gets its buffer as buffer planning (stream.py) decided: the init's o
 a reused transient's, or a new one, zeroed, filled or copied from the init first. A new static
 output filled with a constant, or starting as a tensor constant (a folded bias broadcast), of at
 most `HOST_INIT_BYTES` starts as a copy of rodata (a pattern at full length, or the constant's
-own bytes) instead of a fill or copy command, so its segment can be one `__init` records once. Operand dims that
-index a dynamic loop directly are checked against its extent; the workgroup count is the one
-`__init` stored for a static dispatch, else the grid rule of the executable variant `__init`
-chose, evaluated on the extents.
+own bytes) instead of a fill or copy command, so its segment can be one `__init` records
+once. Operand dims that index a dynamic loop directly are checked against its extent; the
+workgroup count is the one `__init` stored for a static dispatch, else the grid rule of the
+executable variant `__init` chose, evaluated on the extents.
 """
 from __future__ import annotations
 

@@ -238,7 +238,8 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
     # Wide loads: 64-bit storage loads (lavapipe before texel buffers), or texel fetches.
     if tiling.broadcast and tiling.rn == 8:
         wide = profile.int64 or profile.texel_buffer_loads
-        fetched = views | {b for b, _ in contraction_windows(kernel, c, tiling, profile, views)[0]}
+        windowed = contraction_windows(kernel, c, tiling, profile, views)[0]
+        fetched = views | {binding for binding, _ in windowed}
         tiling = dataclasses.replace(
             tiling, b_wide=(wide or kernel.inputs[c.b].binding in fetched)
             and aligned_along(kernel, c, c.b, c.n, 8),
@@ -281,8 +282,8 @@ def contraction_windows(kernel: Kernel, c: Contraction, t: Tiling, profile: Vulk
         operand = kernel.inputs[which]
         found = linear_form(kernel, which)
         if found is None or operand.binding in views or operand.binding in written \
-                or a.binding == b.binding or SCALAR_TYPES[operand.element_type].storage_bits != 32 \
-                or min(found[0]) < 0:
+                or a.binding == b.binding or min(found[0]) < 0 \
+                or SCALAR_TYPES[operand.element_type].storage_bits != 32:
             return None
         return found[0]
 
