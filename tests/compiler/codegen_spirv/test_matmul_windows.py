@@ -67,3 +67,17 @@ def test_windowed_matmuls_match_the_sequential_result(rng, window, m, n, k, wind
     init = rng.standard_normal((m, n)).astype(np.float32)
     got = runner.run(kernel, [a, b], initial=[init])[0].astype(np.float32)
     np.testing.assert_array_equal(got, _sequential(a, b, init))
+
+
+@pytest.mark.parametrize("m", [1, 520])
+def test_a_b_too_wide_for_a_block_per_window_keeps_narrow_loads(m):
+    """B of 20000 columns: half a window holds 4 of its rows (a block's k values without A's
+    wide loads) but not 8 (a block's with them). A's wide loads are decided first, so B keeps a
+    storage buffer and narrow loads: no 64-bit loads, which SwiftShader lacks (before, B's wide
+    loads were chosen for windows it then did not get, and the kernel asked for int64)."""
+    profile = VULKAN_PROFILES["swiftshader"]
+    kernel = matmul(m, 20000, 200)
+    t = matmul_tiling(kernel, profile)
+    assert t is not None and t.a_wide and not t.b_wide and t.b_chunk == 0
+    assert 1 not in dict(t.texel_windows)
+    assert "int64" not in compile_kernel(kernel, profile).requirements

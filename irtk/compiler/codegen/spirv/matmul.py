@@ -236,18 +236,24 @@ def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
     views = frozenset(kernel.inputs[i].binding for i in (c.a, c.b)
                       if fits_one_view(kernel, kernel.inputs[i], profile))
     # Wide loads: 64-bit storage loads (lavapipe before texel buffers), or texel fetches.
-    if tiling.broadcast and tiling.rn == 8:
-        wide = profile.int64 or profile.texel_buffer_loads
-        windowed = contraction_windows(kernel, c, tiling, profile, views)[0]
-        fetched = views | {binding for binding, _ in windowed}
-        tiling = dataclasses.replace(
-            tiling, b_wide=(wide or kernel.inputs[c.b].binding in fetched)
-            and aligned_along(kernel, c, c.b, c.n, 8),
-            a_wide=(wide or kernel.inputs[c.a].binding in fetched)
+    # A's windows do not depend on the block's k values, B's do (a_wide doubles them): A's
+    # wide loads are decided first, then B's windows with the final block, then B's loads.
+    wide = tiling.broadcast and tiling.rn == 8
+    fast = profile.int64 or profile.texel_buffer_loads
+    if wide:
+        windowed = {binding for binding, _ in
+                    contraction_windows(kernel, c, tiling, profile, views)[0]}
+        tiling = dataclasses.replace(tiling, a_wide=(
+            fast or kernel.inputs[c.a].binding in views | windowed)
             and aligned_along(kernel, c, c.a, c.k, 2))
     if tiling.broadcast:
         windows, b_chunk = contraction_windows(kernel, c, tiling, profile, views)
         tiling = dataclasses.replace(tiling, texel_windows=windows, b_chunk=b_chunk)
+    if wide:
+        fetched = views | {binding for binding, _ in tiling.texel_windows}
+        tiling = dataclasses.replace(tiling, b_wide=(
+            fast or kernel.inputs[c.b].binding in fetched)
+            and aligned_along(kernel, c, c.b, c.n, 8))
     return dataclasses.replace(tiling, texel_views=views)
 
 
