@@ -139,7 +139,11 @@ class ModuleGen:
 
     def constant_rodata(self, op: tir.Op) -> tuple[int, int]:
         data = tensor_bytes(np.asarray(op.attrs["value"]), op.result.tensor_type, op.location)
-        return self.blob(f"constant{len(self.w._rodata)}", data), len(data)
+        return self._constant_blob(data), len(data)
+
+    def _constant_blob(self, data: bytes) -> int:
+        """The rodata segment of a constant's or a global's initial bytes (one per content)."""
+        return self.blob(f"constant{len(self.w._rodata)}", data)
 
     def global_(self, name: str, op: tir.Op) -> int:
         if name in self.bad_globals:
@@ -342,7 +346,7 @@ class ModuleGen:
         as IREE's constant upload does."""
         src = fg.new("ref")
         # One segment per content: an output that starts as this constant reads it too.
-        fg.b.emit("const.ref.rodata", src, self.blob(f"constant{len(self.w._rodata)}", data))
+        fg.b.emit("const.ref.rodata", src, self._constant_blob(data))
         buf = fg.new("ref")
         zero = fg.const("i32", 0)
         args = [fg.allocator(), fg.const("i64", -1), zero, zero, src, fg.const("i64", 0),
