@@ -88,10 +88,17 @@ def _copied_value(op: tir.Op) -> tir.Value | None:
     return source
 
 
+def is_pure(op: tir.Op) -> bool:
+    """Whether `op` has no effect and its results depend on its operands and attributes
+    alone (the module docstring's list)."""
+    return (op.kind in _PURE_KINDS or op.kind.startswith(("arith.", "math."))) \
+        and not op.regions
+
+
 def _key(op: tir.Op) -> Any:
     """What makes `op` equal to another op (None: it never is)."""
     kind = op.kind
-    if not (kind in _PURE_KINDS or kind.startswith(("arith.", "math."))) or op.regions:
+    if not is_pure(op):
         return None
     if kind == "constant" and op.attrs.get("unfoldable"):
         return None
@@ -127,4 +134,4 @@ def _canonical(value: Any) -> Any:
     raise _Incomparable
 
 
-__all__ = ["MAX_CONSTANT_BYTES", "eliminate_common_subexpressions"]
+__all__ = ["MAX_CONSTANT_BYTES", "eliminate_common_subexpressions", "is_pure"]

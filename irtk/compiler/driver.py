@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypedDict, Unpack
 
-from irtk.compiler import consteval, cse, dispatch, stream, target_backends, tir
+from irtk.compiler import consteval, cse, dce, dispatch, stream, target_backends, tir
 from irtk.compiler.target_backends import TargetBackend
 from irtk.compiler.tir_printer import print_program
 from irtk.compiler.vm_codegen import (ExecutableVariant, generate_module, in_function,
@@ -153,6 +153,7 @@ def compile_program(program: tir.Program, target: str = "vulkan-spirv",
     show("const-eval", print_program(program))
     with _phase("dispatch formation", progress):
         cse.eliminate_common_subexpressions(program)
+        dce.eliminate_dead_ops(program)
         dispatch.form_dispatches(program)
     show("dispatch", print_program(program))
     with _phase("stream planning", progress):
