@@ -30,18 +30,44 @@ def used_values(kernel: Kernel) -> set[int]:
     return {v for op in kernel.ops for v in op.operands} | set(kernel.yields)
 
 
+def _needed(kernel: Kernel, given: dict[int, int]) -> set[int]:
+    """The body values the yields need, given `given` (all used values when it is empty)."""
+    if not given:
+        return used_values(kernel)
+    first = len(kernel.inputs) + len(kernel.outputs)
+    needed: set[int] = set()
+    pending = list(kernel.yields)
+    while pending:
+        v = pending.pop()
+        if v in needed:
+            continue
+        needed.add(v)
+        if v >= first and v not in given:
+            pending.extend(kernel.ops[v - first].operands)
+    return needed
+
+
 def evaluate(iface: ShaderInterface, kernel: Kernel, operand_value: Callable[[int], int],
-             loop_index: Callable[[int], int]) -> list[int]:
+             loop_index: Callable[[int], int], given: dict[int, int] | None = None
+             ) -> list[int]:
     """Every body value (operands first, then ops); `operand_value(i)` is called only for the
-    operands the body uses; `loop_index(d)` returns loop index d as an i32."""
+    operands the body uses; `loop_index(d)` returns loop index d as an i32. `given` holds
+    values already computed (by body position: a contraction's sum, whose epilogue this
+    evaluates): those ops are not emitted, and neither are ops only they read; the entries
+    for ops skipped that way are 0."""
     e = iface.e
-    used = used_values(kernel)
+    given = given or {}
+    needed = _needed(kernel, given)
     operands = kernel.inputs + kernel.outputs
-    values: list[int] = [operand_value(i) if i in used and (i >= len(kernel.inputs)
-                                                            or operands[i].map is not None)
+    values: list[int] = [operand_value(i) if i in needed and (i >= len(kernel.inputs)
+                                                              or operands[i].map is not None)
                          else 0 for i in range(len(operands))]
     types = [o.element_type for o in operands]
-    for op in kernel.ops:
+    for position, op in enumerate(kernel.ops, start=len(operands)):
+        if given and (position in given or position not in needed):
+            values.append(given.get(position, 0))
+            types.append(op.result_type)
+            continue
         if op.name == "linalg.index":
             value = loop_index(op.int_value)
         elif op.name == "kernel.param":

@@ -1,14 +1,19 @@
 """The contraction strategies: matmul, batch matmul, and convolutions (several reduction
 loops, windowed maps).
 
-Recognized kernels: one output C, two mapped inputs A and B, and a body
+Recognized kernels: a first output C, two mapped inputs A and B, and a body
 `C = C + f(a) * g(b)` (either operand order of add and mul), where f and g are the identity or
 a widening conversion (extf, extsi, extui, sitofp, uitofp), computing in C's type held in f32
 or i32 registers: f32 x f32 -> f32, f16/bf16 x f16/bf16 -> f32, i8 x i8 -> i32, and narrow
 accumulators such as f16 x f16 -> f16 (each multiply and add rounded to C's type,
 typed_ops.py). Every parallel loop is used by C; the innermost parallel loop that B does not
 use is m, the innermost one that A does not use is n, the rest are batch loops (grid z). A and B are read through their maps, so
-transposed operands and convolution windows need nothing special.
+transposed operands and convolution windows need nothing special. The rest of the body may be
+an epilogue (`_epilogue_fits`): ops on C's sum and on further inputs read at the output point,
+yielding further outputs written at that point (what dispatch formation fuses after an
+exported matmul or convolution: a bias, a batch norm, an activation). Each output point
+evaluates it once, after its sum is final, which is the value the body's last reduction step
+leaves there.
 
 Variants (`tiling_for`, docs/codegen_spirv.md):
 - tiled, for GPU profiles: TM x TN tiles of C per workgroup staged TK at a time through shared
@@ -39,6 +44,7 @@ from irtk.compiler.kernel import Extent, Grid, GridAxis, Kernel, Op, Operand
 from irtk.compiler.targets import VulkanProfile
 from irtk.types import SCALAR_TYPES
 
+from .body import evaluate
 from .executable import SpirvKernel
 from .fallback import delinearize, emit_if, emit_loop
 from .interface import (ShaderInterface, add_windows, barrier, fits_one_view, shared_array,
@@ -141,6 +147,7 @@ class Contraction:
     n: int
     ks: tuple[int, ...]         # the reduction loops (one for a matmul, several for a conv)
     batch: tuple[int, ...]
+    core: frozenset[int] = frozenset()  # the body ops of C's multiply-add; the rest: epilogue
 
     @property
     def k(self) -> int:
@@ -149,9 +156,9 @@ class Contraction:
 
 def match(kernel: Kernel) -> Contraction | None:
     """The contraction a kernel computes, or None (see the module docstring)."""
-    if len(kernel.outputs) != 1 or not kernel.reduction_dims:
+    if not kernel.outputs or not kernel.reduction_dims:
         return None
-    if len(kernel.inputs) != 2 or any(o.map is None for o in kernel.inputs):
+    if len(kernel.inputs) < 2 or any(o.map is None for o in kernel.inputs):
         return None
     n_in = len(kernel.inputs)
     out = kernel.outputs[0]
@@ -159,7 +166,7 @@ def match(kernel: Kernel) -> Contraction | None:
     acc_class = register_class(acc_type)
     if acc_class not in ("f32", "i32"):
         return None
-    base = n_in + 1
+    base = n_in + len(kernel.outputs)
     ops = kernel.ops
     y = kernel.yields[0]
     if y < base:
@@ -184,13 +191,12 @@ def match(kernel: Kernel) -> Contraction | None:
         if v >= n_in:
             return None
         sources.append((v, convert))
-    if {s for s, _ in sources} != {0, 1}:
-        return None
-    # Nothing else in the body: every op is the add, the mul or a conversion it uses.
-    used = {y - base, prod - base} | {v - base for v in mul.operands if v >= base}
-    if len(used) != len(ops):
-        return None
     (a, ca), (b, cb) = sources
+    if a == b:
+        return None
+    core = {y - base, prod - base} | {v - base for v in mul.operands if v >= base}
+    if not _epilogue_fits(kernel, core, (a, b)):
+        return None
     ks = kernel.reduction_dims
     a_dims = kernel.inputs[a].point_map.used_dims()
     b_dims = kernel.inputs[b].point_map.used_dims()
@@ -207,7 +213,36 @@ def match(kernel: Kernel) -> Contraction | None:
     if kernel.value_type(mul.operands[0]) != acc_type or kernel.value_type(
             mul.operands[1]) != acc_type:
         return None
-    return Contraction(a, b, ca, cb, acc_type, m, n, ks, batch)
+    return Contraction(a, b, ca, cb, acc_type, m, n, ks, batch, frozenset(core))
+
+
+def _epilogue_fits(kernel: Kernel, core: set[int], ab: tuple[int, int]) -> bool:
+    """Whether the body beyond C's multiply-add (`core`, op positions) is an epilogue: ops on
+    the final sum and on inputs read at the output point, computing the other outputs (a
+    fused bias, batch norm or activation). Its ops read neither A, B, any output's current
+    value nor a reduction loop's index; its inputs and outputs are mapped without reduction
+    loops; C's current value feeds the add alone. Each output then takes its value once, from
+    the final sum, as the sequential loop leaves it."""
+    n_in, n_out = len(kernel.inputs), len(kernel.outputs)
+    base = n_in + n_out
+    ks = set(kernel.reduction_dims)
+    y = kernel.yields[0]
+    forbidden = set(ab) | set(range(n_in, base)) | {base + i for i in core if base + i != y}
+    for i, op in enumerate(kernel.ops):
+        if i in core:
+            continue
+        if op.name == "tensor.extract" or (op.name == "linalg.index" and op.int_value in ks):
+            return False
+        if forbidden & set(op.operands):
+            return False
+    extra = {v for i, op in enumerate(kernel.ops) if i not in core for v in op.operands} | \
+        set(kernel.yields[1:])
+    if forbidden & set(kernel.yields[1:]) - {y}:
+        return False
+    for v in extra:
+        if v < n_in and kernel.inputs[v].point_map.used_dims() & ks:
+            return False
+    return all(not (o.point_map.used_dims() & ks) for o in kernel.outputs[1:])
 
 
 def matmul_tiling(kernel: Kernel, profile: VulkanProfile) -> Tiling | None:
@@ -382,6 +417,19 @@ class _Generator:
         if convert is not None:
             value = emit_typed(self.e, convert, [value], [operand.element_type])
         return value
+
+    def _epilogue(self, loops: list[int], total: int) -> None:
+        """The other outputs at one output point, from C's final sum `total` and the
+        epilogue's inputs read at that point (`_epilogue_fits`)."""
+        iface, kernel = self.iface, self.kernel
+
+        def operand_value(i: int) -> int:
+            operand = kernel.inputs[i]
+            return iface.load(operand, iface.operand_offset(operand, loops))
+        values = evaluate(iface, kernel, operand_value, lambda d: loops[d],
+                          given={kernel.yields[0]: total})
+        for output, value in zip(kernel.outputs[1:], kernel.yields[1:]):
+            iface.store(output, iface.operand_offset(output, loops), values[value])
 
     def build(self) -> SpirvKernel:
         iface, e, kernel, c, t = self.iface, self.e, self.kernel, self.c, self.t
@@ -672,8 +720,11 @@ class _Generator:
                                 e.op(SpvOp.SLessThan, e.bool, gn, n_size))
 
                 def store(gm: int = gm, gn: int = gn, var: int = accs[r][s]) -> None:
-                    offset = iface.operand_offset(output, loops_at(gm, gn, e.i32c(0)))
-                    iface.store(output, offset, e.load(acc_t, var))
+                    loops = loops_at(gm, gn, e.i32c(0))
+                    total = e.load(acc_t, var)
+                    iface.store(output, iface.operand_offset(output, loops), total)
+                    if len(kernel.outputs) > 1:
+                        self._epilogue(loops, total)
                 emit_if(e, inside, store)
         e.op_void(SpvOp.Return)
         code = iface.finish()
